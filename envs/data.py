@@ -1,0 +1,38 @@
+"""Where benchmark data lives: ``$LOPD_DATA_DIR``, or ``../shared/data`` beside the checkout.
+
+Data is never committed to the project; loaders ask :func:`require_data` for their folder and get
+a clear error naming the variable when it is absent.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+DATA_ENV_VAR = "LOPD_DATA_DIR"
+_DEV_DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+class DataNotFoundError(FileNotFoundError):
+    """The benchmark data a loader needs is not where the data directory says."""
+
+
+def data_dir() -> Path:
+    """The benchmark data root: ``$LOPD_DATA_DIR`` if set, else the development default."""
+    env = os.environ.get(DATA_ENV_VAR)
+    return Path(env).expanduser() if env else _DEV_DEFAULT
+
+
+def require_data(*parts: str) -> Path:
+    """Path to a file or folder under the data root; raises DataNotFoundError when missing."""
+    path = data_dir().joinpath(*parts)
+    if not path.exists():
+        raise DataNotFoundError(
+            f"benchmark data not found at {path}. Set {DATA_ENV_VAR} to the folder that holds "
+            f"{parts[0] if parts else 'the benchmark folders'}/ (see README.md, 'Data')."
+        )
+    return path
+
+
+def has_data(*parts: str) -> bool:
+    return data_dir().joinpath(*parts).exists()

@@ -1,0 +1,1 @@
+"""Small worked examples of LOPD Gym environments."""

@@ -1,0 +1,3 @@
+from envs.registry import register_env
+
+register_env("lopd/shop-v0", "envs.examples.shop:ShopEnv")
