@@ -11,8 +11,8 @@
 ...     return a + b
 >>> add.schema["function"]["parameters"]["required"]
 ['a']
->>> ToolSet([add]).call("add", {"a": 2, "b": "x"}).error
-"argument 'b' of add must be an integer, got str"
+>>> ToolSet([add]).call("add", {"a": 2, "b": "x"}).content
+"Error: argument 'b' of add must be an integer, got str"
 
 Methods work too: decorate them in a class and ``ToolSet.from_object(instance)`` binds them.
 Execution never raises: unknown tools, bad arguments and exceptions come back as
