@@ -1,0 +1,86 @@
+"""Latent injection: sentinel expansion, torch.cat splice with gradients, framing text."""
+import pytest
+import torch
+from tokenizers import Tokenizer, models, pre_tokenizers
+
+from lopd.latent import (
+    LATENT_SENTINEL, LatentError, embed_with_latents, encode_with_latents, expand_sentinel,
+    frame_user_message, inject, inject_batch, latent_positions, placeholder_token_id,
+)
+
+
+def word_tokenizer() -> Tokenizer:
+    vocab = {w: i for i, w in enumerate(["[UNK]", "buy", "two", "apples", "now", "<|image_pad|>"])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.add_special_tokens([LATENT_SENTINEL])
+    return tok
+
+
+def test_framing_holds_one_sentinel_and_the_task():
+    text = frame_user_message("Buy 2 apples.")
+    assert text.count(LATENT_SENTINEL) == 1 and text.endswith("Buy 2 apples.")
+    assert "different task" in text and "already been solved" in text
+    with pytest.raises(LatentError):
+        frame_user_message("x", framing="no slot here")
+    with pytest.raises(LatentError):
+        frame_user_message(f"sneaky {LATENT_SENTINEL}")
+
+
+def test_encode_with_latents_runs_and_positions():
+    tok = word_tokenizer()
+    pid = placeholder_token_id(tok)
+    assert pid == tok.token_to_id(LATENT_SENTINEL)
+    enc = encode_with_latents(tok, f"buy {LATENT_SENTINEL} two {LATENT_SENTINEL} apples", [2, 3])
+    assert enc.ids == [1, pid, pid, 2, pid, pid, pid, 3]
+    assert enc.positions == [1, 2, 4, 5, 6] == latent_positions(enc.ids, pid)
+    # Text path and token-id path agree when the sentinel is one token.
+    whole = tok.encode(f"buy {LATENT_SENTINEL} two {LATENT_SENTINEL} apples").ids
+    assert expand_sentinel(whole, [2, 3], sentinel_id=pid) == enc
+    with pytest.raises(LatentError):
+        encode_with_latents(tok, "buy two", 4)
+    with pytest.raises(LatentError):
+        encode_with_latents(tok, f"buy {LATENT_SENTINEL}", [1, 2])
+    assert encode_with_latents(tok, "buy two", 0).positions == []
+
+
+def test_placeholder_fallback_and_missing():
+    vocab = {"[UNK]": 0, "<|image_pad|>": 1}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    assert placeholder_token_id(tok) == 1
+    with pytest.raises(LatentError):
+        placeholder_token_id(Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]")))
+
+
+def test_inject_replaces_rows_and_passes_gradients():
+    torch.manual_seed(0)
+    emb = torch.nn.Embedding(10, 4)
+    ids = torch.tensor([1, 2, 3, 3, 4, 3])
+    lat = torch.randn(3, 4, requires_grad=True)
+    out = embed_with_latents(emb, ids, [2, 3, 5], lat)
+    assert torch.equal(out[[2, 3, 5]], lat.detach())
+    assert torch.equal(out[[0, 1, 4]], emb(ids)[[0, 1, 4]])
+    weights = torch.arange(24.0).view(6, 4)
+    (out * weights).sum().backward()
+    assert torch.equal(lat.grad, weights[[2, 3, 5]])
+    assert emb.weight.grad is not None and emb.weight.grad[1].abs().sum() > 0
+
+
+def test_inject_validates_shapes_and_positions():
+    e = torch.zeros(5, 2)
+    with pytest.raises(LatentError):
+        inject(e, [1, 2], torch.zeros(3, 2))
+    with pytest.raises(LatentError):
+        inject(e, [3, 1], torch.zeros(2, 2))
+    with pytest.raises(LatentError):
+        inject(e, [5], torch.zeros(1, 2))
+    assert inject(e, [], torch.zeros(0, 2)) is e
+
+
+def test_inject_batch_rows():
+    e = torch.zeros(2, 4, 3)
+    lat = torch.ones(2, 3, requires_grad=True)
+    out = inject_batch(e, [[1, 2], []], [lat, None])
+    assert out[0, 1:3].eq(1).all() and out[0, [0, 3]].eq(0).all() and out[1].eq(0).all()
+    out.sum().backward()
+    assert lat.grad.eq(1).all()
