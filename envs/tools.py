@@ -178,10 +178,13 @@ def check_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> str | 
     unknown = [k for k in arguments if k not in props]
     if unknown:
         return f"unknown argument(s) for {name}: {', '.join(map(str, unknown))}; expected {sorted(props)}"
-    missing = [k for k in params.get("required", []) if k not in arguments]
+    required = params.get("required", [])
+    missing = [k for k in required if k not in arguments]
     if missing:
         return f"missing required argument(s) for {name}: {', '.join(missing)}"
     for k, v in arguments.items():
+        if v is None and k not in required:  # an explicit null for an optional param means "default"
+            continue
         if err := check_value(v, props[k], f"argument '{k}' of {name}"):
             return err
     return None

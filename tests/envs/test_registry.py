@@ -1,0 +1,23 @@
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from envs.data import DataNotFoundError
+from envs.registry import register_env, registered_ids
+
+
+def test_namespace_is_enforced():
+    with pytest.raises(ValueError, match="namespace"):
+        register_env("shop-v0", "envs.examples.shop:ShopEnv")
+
+
+@pytest.mark.parametrize("env_id", registered_ids())
+def test_check_env_passes_for_every_registered_id(env_id):
+    try:
+        env = gym.make(env_id)
+    except DataNotFoundError as e:
+        pytest.skip(str(e))
+    try:
+        check_env(env.unwrapped, skip_render_check=False)
+    finally:
+        env.close()
