@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from envs.core import Task, ToolEnv
+from envs.core import MAX_TEXT, Task, ToolEnv
 from envs.envscaler.parse import CHAT, PARSE_RESPONSE_ERROR, Action, parse_action
 from envs.envscaler.records import load_envs, load_scenarios
 from envs.envscaler.runtime import ChecklistScore, EnvClassError, new_instance, score_checklist, state_of
@@ -199,8 +199,11 @@ class EnvScalerEnv(ToolEnv):
             return "Error: the episode is over; call reset().", 0.0, True, False, {"error": "episode_over"}
         text = action if isinstance(action, str) else repr(action)
         step = Step(index=len(self.steps), text=text)
-        parsed = parse_action(action)
-        step.calls = [CallRecord(c.name, c.arguments, c.error) for c in parse_tool_calls(text).calls]
+        if isinstance(action, str) and len(action) <= MAX_TEXT:
+            parsed = parse_action(action)
+            step.calls = [CallRecord(c.name, c.arguments, c.error) for c in parse_tool_calls(text).calls]
+        else:  # not text, or over the size bound every env shares: refused unparsed
+            parsed = Action(None, None, PARSE_RESPONSE_ERROR)
         step.parse_error = parsed.error
         new_messages: list[dict[str, Any]] = [{"role": "assistant", "content": text}]
         terminated = scored = False
