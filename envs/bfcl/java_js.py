@@ -1,0 +1,179 @@
+"""BFCL's Java and JavaScript call parsers for the prompting format, rebuilt on tree-sitter.
+
+BFCL parses ``func(arg=value)`` text (the outer brackets removed) with tree-sitter's Java or
+JavaScript grammar and turns each argument back into *source text*; the checker later converts that
+text per declared type (``envs.bfcl.convert``). We use the same grammar releases as bfcl-eval
+2025.8.6.2 (tree-sitter-java 0.21.0, tree-sitter-javascript 0.21.4) so the trees are the same.
+
+Behaviour reproduced: any ERROR node fails the parse; Java returns only the first method invocation
+(pre-order) and ``{}`` when there is none, JavaScript the first top-level call and ``None``;
+Java string/char literals lose their quotes at the top level only; Java text is sliced by *byte*
+offsets from the Python string (as upstream does, so non-ASCII text shifts); compound values are
+the concatenated text of their tokens (whitespace dropped), ``new T[]{...}`` and ``new T(args)``
+rebuilt; JavaScript values are raw text with one pair of matching quotes removed; repeated
+argument names fail.
+
+>>> parse_java_call('Foo.bar(a="x", b=mapArea)')
+[{'Foo.bar': {'a': 'x', 'b': 'mapArea'}}]
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from typing import Any
+
+from envs.bfcl.decode import DecodeError
+
+_local = threading.local()
+
+
+def _parser(lang: str) -> Any:
+    parsers = getattr(_local, "parsers", None)
+    if parsers is None:
+        parsers = _local.parsers = {}
+    if lang not in parsers:
+        import tree_sitter
+
+        if lang == "java":
+            import tree_sitter_java as grammar
+        else:
+            import tree_sitter_javascript as grammar
+        with warnings.catch_warnings():  # the 0.21 grammars hand over an int pointer
+            warnings.simplefilter("ignore", DeprecationWarning)
+            language = tree_sitter.Language(grammar.language())
+        parsers[lang] = tree_sitter.Parser(language)
+    return parsers[lang]
+
+
+def _has_error(root: Any) -> bool:
+    cursor = root.walk()
+    while True:
+        node = cursor.node
+        if node.type == "ERROR":
+            return True
+        if node.has_error and cursor.goto_first_child():
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return False
+
+
+def _parse(lang: str, source: str) -> Any:
+    try:
+        data = source.encode("utf-8")
+    except UnicodeEncodeError as e:  # lone surrogates: upstream's bytes() raises too
+        raise DecodeError(f"cannot encode source: {e}") from None
+    tree = _parser(lang).parse(data)
+    if _has_error(tree.root_node):
+        raise DecodeError(f"error parsing the {lang} source code")
+    return tree.root_node
+
+
+# ---- Java -----------------------------------------------------------------------------------
+
+def parse_java_call(source: str) -> Any:
+    """Parse Java-syntax call text into ``[{name: {param: text}}]`` (``{}`` if no call)."""
+    root = _parse("java", source)
+
+    def text(node: Any) -> str:
+        return source[node.start_byte:node.end_byte]
+
+    def value_text(node: Any, nested: bool = False) -> str:
+        t = node.type
+        if t in ("string_literal", "character_literal"):
+            return text(node) if nested else text(node)[1:-1]
+        if t in ("identifier", "class_literal", "type_identifier", "method_invocation"):
+            return text(node)
+        if t == "array_creation_expression":
+            type_node, value_node = node.child_by_field_name("type"), node.child_by_field_name("value")
+            if type_node is None or value_node is None:
+                raise DecodeError("array creation without a type or initializer")
+            return f"new {value_text(type_node, True)}[]{value_text(value_node, True)}"
+        if t == "object_creation_expression":
+            type_node = node.child_by_field_name("type")
+            if type_node is None:
+                raise DecodeError("object creation without a type")
+            args = node.child_by_field_name("arguments")
+            if args is None:
+                return f"new {value_text(type_node, True)}()"
+            parts = [value_text(c, True) for c in args.children if c.type not in (",", "(", ")")]
+            return f"new {value_text(type_node, True)}({', '.join(parts)})"
+        if t == "set":
+            items = [value_text(c, True) for c in node.children if c.type not in (",", "set")]
+            return "{" + ", ".join(items) + "}"
+        if node.child_count > 0:
+            return "".join(value_text(c, True) for c in node.children)
+        return text(node)
+
+    def arguments(args_node: Any) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+        seen: set[Any] = set()
+        for child in args_node.children:
+            if child.type == "assignment_expression":
+                key, val = text(child.children[0]), value_text(child.children[2])
+            elif child.type in ("identifier", "class_literal", "set"):
+                key, val = None, value_text(child)
+            else:
+                continue
+            if key in seen:
+                raise DecodeError("multiple arguments with the same name are not supported")
+            seen.add(key)
+            out[key] = val
+        return out
+
+    def find(node: Any) -> Any:
+        if node.type == "method_invocation":
+            name = text(node.child_by_field_name("name"))
+            obj = node.child_by_field_name("object")
+            if obj is not None:
+                name = f"{text(obj)}.{name}"
+            args_node = node.child_by_field_name("arguments")
+            if args_node is not None:
+                return [{name: arguments(args_node)}]
+            return None
+        for child in node.children:
+            found = find(child)
+            if found:
+                return found
+        return None
+
+    try:
+        found = find(root)
+    except RecursionError:
+        raise DecodeError("java source nested too deeply") from None
+    return found if found else {}
+
+
+# ---- JavaScript -----------------------------------------------------------------------------
+
+def parse_js_call(source: str) -> Any:
+    """Parse JavaScript call text into ``[{name: {param: text}}]`` (None if no call)."""
+    root = _parse("javascript", source)
+    if root.type != "program":
+        return None
+    for child in root.children:
+        if child.type != "expression_statement":
+            continue
+        for sub in child.children:
+            if sub.type != "call_expression":
+                continue
+            name = sub.children[0].text.decode("utf-8")
+            params: dict[Any, Any] = {}
+            seen: set[Any] = set()
+            for arg in sub.children[1].children:
+                if arg.type == "assignment_expression":
+                    key = arg.children[0].text.decode("utf-8")
+                    val = arg.children[2].text.decode("utf-8")
+                    if (val.startswith('"') and val.endswith('"')) or (val.startswith("'") and val.endswith("'")):
+                        val = val[1:-1]
+                elif arg.type in ("identifier", "true"):
+                    key, val = None, arg.text.decode("utf-8")
+                else:
+                    continue
+                if key in seen:
+                    raise DecodeError("multiple arguments with the same name are not supported")
+                seen.add(key)
+                params[key] = val
+            return [{name: params}]
+    return None

@@ -1,0 +1,192 @@
+"""Score BFCL v3 results entry by entry, and aggregate them the official way.
+
+``score_entry(entry, result, fmt)`` -> :class:`Verdict` for one raw result (what BFCL stores under
+``"result"``): a string for the prompting format, a list of ``{name: json-args}`` for FC; multi-turn
+results are per turn, per step, such raw outputs.
+
+``summarize({category: (correct, total)})`` -> the leaderboard numbers: per category accuracy;
+non-live = unweighted mean of [mean(simple, java, javascript), multiple, parallel, parallel_multiple,
+irrelevance]; live = count-weighted over its six categories; multi-turn = mean of its four;
+overall = mean of (live, non-live, multi-turn). A category that was not scored counts as 0 (and is
+shown as N/A), as upstream does.
+
+>>> s = summarize({c: (1, 1) for c in CATEGORIES})
+>>> s["overall"], s["non_live"], s["live"], s["multi_turn"]
+(1.0, 1.0, 1.0, 1.0)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from envs.bfcl.ast_checker import Verdict, check_ast
+from envs.bfcl.data import CATEGORIES, LIVE, MULTI_TURN, Entry, is_multi_turn, is_relevance
+from envs.bfcl.decode import (
+    DecodeError,
+    decode_ast_fc,
+    decode_ast_prompt,
+    is_empty_output,
+    is_function_calling_format,
+)
+from envs.bfcl.multi_turn import DEFAULT_MODEL_NAME, score_multi_turn_result
+
+Fmt = Literal["prompt", "fc"]
+FORMATS = ("prompt", "fc")
+
+
+def decode_ast(result: Any, fmt: str, language: str = "Python") -> Any:
+    """Decode a single-turn result for the AST checker; raises DecodeError on failure."""
+    try:
+        return decode_ast_fc(result) if fmt == "fc" else decode_ast_prompt(result, language)
+    except DecodeError:
+        raise
+    except RecursionError:
+        raise DecodeError("output nested too deeply") from None
+    except Exception as e:  # any decoder exception counts as a decode failure upstream
+        raise DecodeError(f"{type(e).__name__}: {e}"[:300]) from None
+
+
+def relevance_verdict(category: str, result: Any, fmt: str) -> Verdict:
+    """irrelevance/live_irrelevance pass without a real call; live_relevance needs one."""
+    try:
+        decoded = decode_ast(result, fmt, "Python")
+        has_call = not is_empty_output(decoded)
+        error = ""
+    except DecodeError as e:
+        has_call, error = False, str(e)
+    if "irrelevance" in category:
+        if has_call:
+            return Verdict(False, "irrelevance_error:decoder_success",
+                           ["Valid syntax. Successfully decode AST when it should not."])
+        return Verdict(True)
+    if not has_call:
+        return Verdict(False, "relevance_error:decoder_failed",
+                       [f"Invalid syntax. Failed to decode AST when it should have. {error}"])
+    return Verdict(True)
+
+
+def ast_verdict(entry: Entry, result: Any, fmt: str) -> Verdict:
+    if entry.answer is None:
+        return Verdict(False, "ast:no_ground_truth", ["entry has no ground truth"])
+    try:
+        decoded = decode_ast(result, fmt, entry.language)
+    except DecodeError as e:
+        return Verdict(False, "ast_decoder:decoder_failed", [f"Invalid syntax. Failed to decode AST. {e}"])
+    if not is_function_calling_format(decoded):
+        return Verdict(False, "ast_decoder:decoder_wrong_output_format",
+                       ["Did not output in the specified format."])
+    try:
+        return check_ast(entry.functions, decoded, entry.answer, entry.language, entry.category,
+                         underscore_names=(fmt == "fc"))
+    except RecursionError:
+        return Verdict(False, "ast_checker:checker_error", ["output nested too deeply"])
+    except Exception as e:  # where the official checker raises, the entry cannot pass
+        return Verdict(False, "ast_checker:checker_error", [f"{type(e).__name__}: {e}"[:300]])
+
+
+def score_entry(entry: Entry, result: Any, fmt: str, model_name: str = DEFAULT_MODEL_NAME) -> Verdict:
+    """The official verdict for one raw result of one entry. Never raises on model output."""
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
+    if is_multi_turn(entry.category):
+        try:
+            return score_multi_turn_result(result, entry, fmt, model_name)
+        except RecursionError:
+            return Verdict(False, "multi_turn:checker_error", ["output nested too deeply"])
+        except Exception as e:
+            return Verdict(False, "multi_turn:checker_error", [f"{type(e).__name__}: {e}"[:300]])
+    if is_relevance(entry.category):
+        return relevance_verdict(entry.category, result, fmt)
+    return ast_verdict(entry, result, fmt)
+
+
+# ---- aggregation ------------------------------------------------------------------------------
+
+def summarize(counts: dict[str, tuple[int, int]], dataset_sizes: dict[str, int] | None = None) -> dict[str, Any]:
+    """Official aggregate scores from per-category (correct, total) counts.
+
+    ``dataset_sizes`` gives the weight of a category that was not scored (upstream uses the data file
+    size); by default its weight is 0-accuracy with its count taken from ``counts`` or 0.
+    """
+    sizes = dataset_sizes or {}
+    cat: dict[str, dict[str, Any]] = {}
+    for c in CATEGORIES:
+        if c in counts and counts[c][1] > 0:
+            ok, n = counts[c]
+            cat[c] = {"accuracy": ok / n, "correct": ok, "total": n, "scored": True}
+        else:
+            cat[c] = {"accuracy": 0.0, "correct": 0, "total": sizes.get(c, 0), "scored": False}
+
+    def mean(names: list[str] | list[float]) -> float:
+        vals = [cat[n]["accuracy"] if isinstance(n, str) else n for n in names]
+        return sum(vals) / len(vals)
+
+    def weighted(names: list[str]) -> float:
+        total = sum(cat[n]["total"] for n in names)
+        return sum(cat[n]["accuracy"] * cat[n]["total"] for n in names) / total if total else 0.0
+
+    simple = mean(["simple", "java", "javascript"])
+    non_live_ast = mean([simple, cat["multiple"]["accuracy"], cat["parallel"]["accuracy"],
+                         cat["parallel_multiple"]["accuracy"]])
+    non_live = mean([simple, cat["multiple"]["accuracy"], cat["parallel"]["accuracy"],
+                     cat["parallel_multiple"]["accuracy"], cat["irrelevance"]["accuracy"]])
+    live_ast = weighted(["live_simple", "live_multiple", "live_parallel", "live_parallel_multiple"])
+    live = weighted(LIVE)
+    multi_turn = mean(MULTI_TURN)
+    return {
+        "overall": (live + non_live + multi_turn) / 3,
+        "non_live": non_live, "non_live_ast": non_live_ast, "non_live_simple": simple,
+        "live": live, "live_ast": live_ast,
+        "multi_turn": multi_turn,
+        "relevance": cat["live_relevance"]["accuracy"],
+        "irrelevance": mean(["irrelevance", "live_irrelevance"]),
+        "categories": cat,
+    }
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """The official summary table as text (percentages, N/A for categories not scored)."""
+    cat = summary["categories"]
+
+    def pct(v: float) -> str:
+        return f"{100 * v:.2f}%"
+
+    rows: list[tuple[str, float | None, str | None]] = [
+        ("Overall Acc", summary["overall"], None),
+        ("Non-Live Overall Acc", summary["non_live"], None),
+        ("  Non-Live AST Summary", summary["non_live_ast"], None),
+        ("  Non-Live Simple AST", summary["non_live_simple"], None),
+        ("    Python Simple AST", None, "simple"),
+        ("    Java Simple AST", None, "java"),
+        ("    JavaScript Simple AST", None, "javascript"),
+        ("  Non-Live Multiple AST", None, "multiple"),
+        ("  Non-Live Parallel AST", None, "parallel"),
+        ("  Non-Live Parallel Multiple AST", None, "parallel_multiple"),
+        ("  Non-Live Irrelevance Detection", None, "irrelevance"),
+        ("Live Overall Acc", summary["live"], None),
+        ("  Live AST Summary", summary["live_ast"], None),
+        ("  Live Simple AST", None, "live_simple"),
+        ("  Live Multiple AST", None, "live_multiple"),
+        ("  Live Parallel AST", None, "live_parallel"),
+        ("  Live Parallel Multiple AST", None, "live_parallel_multiple"),
+        ("  Live Irrelevance Detection", None, "live_irrelevance"),
+        ("  Live Relevance Detection", None, "live_relevance"),
+        ("Multi Turn Overall Acc", summary["multi_turn"], None),
+        ("  Multi Turn Base", None, "multi_turn_base"),
+        ("  Multi Turn Miss Func", None, "multi_turn_miss_func"),
+        ("  Multi Turn Miss Param", None, "multi_turn_miss_param"),
+        ("  Multi Turn Long Context", None, "multi_turn_long_context"),
+        ("Relevance Detection", None, "live_relevance"),
+        ("Irrelevance Detection", summary["irrelevance"], None),
+    ]
+    width = max(len(r[0]) for r in rows)
+    lines = [f"{'BFCL-v3':<{width}}  {'score':>8}  correct/total"]
+    for label, value, name in rows:
+        if name is None:
+            lines.append(f"{label:<{width}}  {pct(value or 0.0):>8}")
+            continue
+        info = cat[name]
+        shown = pct(info["accuracy"]) if info["scored"] else "N/A"
+        counts = f"  {info['correct']}/{info['total']}" if info["scored"] else ""
+        lines.append(f"{label:<{width}}  {shown:>8}{counts}")
+    return "\n".join(lines)
