@@ -1,0 +1,185 @@
+"""Typed configs of the method core: losses, composer, margin, cold start, LOPD.
+
+Every default is the paper's value (METHOD.md). Where the paper and the authors' public code
+differ, the code's choice is an option named in the field's docstring. The configs are plain
+dataclasses, so ``harness.config.load_config(LOPDConfig, "x.yaml", ["margin.margin=0"])`` loads
+them and ``field_docs`` lists the docs.
+
+>>> cfg = LOPDConfig()
+>>> cfg.composer.qformer.n_latents * cfg.n_retrieved, cfg.margin.margin, cfg.distill.top_k
+(96, 0.05, 20)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Reduction = Literal["global_tokens", "per_sequence"]
+
+
+@dataclass
+class DistillConfig:
+    """The student's distillation loss (LOPD, SDPO: top-k + tail reverse KL; OPSD, SDFT: forward KL)."""
+
+    top_k: int = 20
+    """Teacher top-k token ids kept per supervised position; the rest is one tail bucket."""
+    direction: Literal["reverse", "forward"] = "reverse"
+    """``reverse`` = KL(student || teacher) (LOPD, SDPO); ``forward`` = KL(teacher || student) (OPSD, SDFT)."""
+    full_vocab: bool = False
+    """Use the full vocabulary instead of top-k + tail (METHOD: OPSD and SDFT use the full vocabulary)."""
+    reduction: Reduction = "global_tokens"
+    """``global_tokens``: sum over all supervised tokens / their global count (authors' code);
+    ``per_sequence``: mean per sequence, then mean over sequences."""
+
+
+@dataclass
+class GRPOLossConfig:
+    """GRPO's loss: group-normalised advantages, PPO clip, optional KL to the reference."""
+
+    group_size: int = 4
+    """Rollouts per task (G)."""
+    clip_low: float = 0.2
+    """PPO ratio lower clip: the ratio is clipped to >= 1 - clip_low."""
+    clip_high: float = 0.2
+    """PPO ratio upper clip: <= 1 + clip_high (Skill-SD uses 0.28)."""
+    scale_by_std: bool = True
+    """Divide the group-centred rewards by the group's standard deviation (GRPO); false = Dr. GRPO."""
+    std_unbiased: bool = True
+    """Bessel-corrected group std (torch.std default, as TRL); false = population std."""
+    std_eps: float = 1e-6
+    """Added to the group std before dividing, so an all-equal group gets advantage 0."""
+    kl_coef: float = 0.0
+    """Weight of the k3 KL estimate to the reference policy; 0 disables it."""
+    reduction: Reduction = "global_tokens"
+    """Token reduction of the policy loss (see :class:`DistillConfig.reduction`)."""
+
+
+@dataclass
+class QFormerConfig:
+    """The perceiver-resampler compressor: x = Linear(H); 32 queries; one shared block applied 8 times."""
+
+    n_latents: int = 32
+    """Learned queries = latent tokens per experience (ablation: 8/16 stall, 32 best, 64/128 no gain)."""
+    depth: int = 8
+    """How many times the ONE shared (attention, feed-forward) block is applied."""
+    n_heads: int | None = None
+    """Attention heads; None = the backbone's ``num_attention_heads``. Head width = d // n_heads."""
+    ff_mult: int = 4
+    """Feed-forward hidden width = ff_mult * d."""
+    share_layers: bool = True
+    """One block shared over all passes (paper and code); false gives ``depth`` separate blocks."""
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    """Parameter dtype of the QFormer (authors' code casts it to bfloat16 on GPU)."""
+
+
+@dataclass
+class EncoderLoRAConfig:
+    """The composer encoder's LoRA on the frozen backbone."""
+
+    r: int = 8
+    """LoRA rank."""
+    alpha: int = 16
+    """LoRA alpha (scale alpha / r)."""
+    dropout: float = 0.0
+    """LoRA dropout."""
+    target_modules: list[str] = field(default_factory=lambda: [
+        "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
+    """Projection modules that get an adapter."""
+    adapter_name: str = "composer"
+    """peft adapter name."""
+
+
+@dataclass
+class ComposerConfig:
+    """Composer = frozen backbone + LoRA encoder + QFormer."""
+
+    qformer: QFormerConfig = field(default_factory=QFormerConfig)
+    """The compressor."""
+    lora: EncoderLoRAConfig = field(default_factory=EncoderLoRAConfig)
+    """The encoder adapter."""
+    task_prefix: str = "Task to solve:\n{task}\n\nReference past trajectory:\n"
+    """Text before each experience; ``{task}`` takes the current task (task-conditional encoding)."""
+    task_conditional: bool = True
+    """Prefix each experience with the task (paper and code); false encodes the experience alone."""
+    max_encoder_tokens: int | None = None
+    """Truncate each encoder input to this many tokens (keeping the start); None = no limit."""
+    encode_batch_size: int = 8
+    """Experiences per encoder forward pass (memory knob; results do not depend on it)."""
+
+
+@dataclass
+class MarginConfig:
+    """The composer loss: kl_i + beta * (m - Delta_i) + lambda * anchor_i, with dual ascent on beta."""
+
+    margin: float = 0.05
+    """Privileged margin m (ablation: 0 collapses, 0.05 best, 0.20 worse)."""
+    anchor_weight: float = 0.2
+    """lambda: weight of mean((c_phi - c_phi0)^2)."""
+    dual_lr: float = 0.5
+    """eta: beta <- max(0, beta + eta * (m - mean Delta))."""
+    beta_init: float = 0.0
+    """beta_0."""
+    dual_mean: Literal["rollout", "token_weighted"] = "rollout"
+    """Mean Delta for the dual update: over rollouts (paper) or weighted by each rollout's supervised
+    token count (authors' code)."""
+
+
+@dataclass
+class OptimConfig:
+    """AdamW settings."""
+
+    lr: float = 1e-5
+    """Learning rate."""
+    weight_decay: float = 0.01
+    """AdamW weight decay. METHOD names none; torch's AdamW default 0.01 is what the authors' code uses."""
+    grad_clip: float = 1.0
+    """Max total grad norm; <= 0 disables clipping."""
+
+
+@dataclass
+class ColdStartConfig:
+    """Composer warm-up: NLL of a successful trajectory through the frozen base with latents injected."""
+
+    steps: int = 1000
+    """Optimiser steps."""
+    batch_size: int = 8
+    """Pairs (retrieved experiences -> successful trajectory) per step."""
+    micro_batch_size: int = 2
+    """Pairs per forward/backward (authors: 2); gradients accumulate to ``batch_size``."""
+    lr: float = 1e-5
+    """AdamW learning rate of LoRA and QFormer."""
+    grad_clip: float = 3.0
+    """Grad-norm clip (paper: 3.0; the code applies it to the LoRA only)."""
+    qformer_grad_clip: float | None = None
+    """None = one clip over all trainable parameters (paper); a number = clip the QFormer on its own
+    at this norm and the LoRA at ``grad_clip`` (authors' code: 30.0)."""
+    weight_decay: float = 0.01
+    """AdamW weight decay (see :class:`OptimConfig`)."""
+
+
+@dataclass
+class LOPDConfig:
+    """Everything the LOPD learner needs from the method core."""
+
+    n_retrieved: int = 3
+    """Experiences retrieved per task (1 gives 0.605, 3 give 0.637, more do not help)."""
+    allow_self_retrieval: bool = False
+    """Let a task retrieve its own bank entry (paper: excluded; authors' configs: allowed)."""
+    train_composer: bool = True
+    """Update the composer during RL; false = the frozen-composer ablation (0.573)."""
+    composer: ComposerConfig = field(default_factory=ComposerConfig)
+    """Encoder + QFormer."""
+    distill: DistillConfig = field(default_factory=DistillConfig)
+    """The student's top-k + tail reverse KL."""
+    margin: MarginConfig = field(default_factory=MarginConfig)
+    """Privileged margin, dual variable and anchor."""
+    composer_optim: OptimConfig = field(default_factory=OptimConfig)
+    """Composer optimiser during RL (AdamW 1e-5, clip 1.0)."""
+    coldstart: ColdStartConfig = field(default_factory=ColdStartConfig)
+    """Composer warm-up before RL."""
+
+    @property
+    def n_latents_total(self) -> int:
+        """Latent tokens injected per task (32 x 3 = 96)."""
+        return self.composer.qformer.n_latents * self.n_retrieved
