@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -39,10 +40,16 @@ def registered_ids() -> list[str]:
 
 
 _loaded = False
+load_errors: dict[str, str] = {}
+"""Sub-packages whose registration failed to import, with the reason (a test asserts it is empty)."""
 
 
 def load_all() -> None:
-    """Import every ``envs.<pkg>.registration`` module (idempotent)."""
+    """Import every ``envs.<pkg>.registration`` module (idempotent).
+
+    A package whose registration fails to import is reported with a warning and in
+    :data:`load_errors`; the other packages' envs stay usable.
+    """
     global _loaded
     if _loaded:
         return
@@ -50,9 +57,18 @@ def load_all() -> None:
     import envs
 
     for mod in sorted(pkgutil.iter_modules(envs.__path__), key=lambda m: m.name):
-        if mod.ispkg:
-            try:
-                importlib.import_module(f"envs.{mod.name}.registration")
-            except ModuleNotFoundError as e:
-                if e.name != f"envs.{mod.name}.registration":
-                    raise
+        if not mod.ispkg:
+            continue
+        name = f"envs.{mod.name}.registration"
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name != name:
+                _fail(mod.name, e)
+        except Exception as e:  # noqa: BLE001 - one broken benchmark must not hide the others
+            _fail(mod.name, e)
+
+
+def _fail(pkg: str, e: Exception) -> None:
+    load_errors[pkg] = f"{type(e).__name__}: {e}"
+    warnings.warn(f"envs.{pkg} registration failed: {load_errors[pkg]}", stacklevel=3)

@@ -6,6 +6,13 @@ from envs.data import DataNotFoundError
 from envs.registry import register_env, registered_ids
 
 
+def test_every_registration_module_imports():
+    from envs.registry import load_errors
+
+    registered_ids()
+    assert load_errors == {}
+
+
 def test_namespace_is_enforced():
     with pytest.raises(ValueError, match="namespace"):
         register_env("shop-v0", "envs.examples.shop:ShopEnv")

@@ -1,0 +1,75 @@
+"""``lopd stats TRACES...``: tool-call behaviour statistics, tables and figures.
+
+    lopd stats runs/base/traces.jsonl runs/lopd/traces.jsonl --by run --compare base lopd --plot figs/
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("stats", help="tool-call behaviour statistics from trace files")
+    p.add_argument("traces", nargs="+", help="trace JSONL files")
+    p.add_argument("--by", choices=["env", "learner", "run", "category"], default="run",
+                   help="group episodes by this key (run: meta.run, else the file name)")
+    p.add_argument("--compare", nargs=2, metavar=("A", "B"), help="A -> B table with deltas (group names)")
+    p.add_argument("--format", choices=["text", "csv", "json"], default="text")
+    p.add_argument("--out", help="write the table here instead of stdout")
+    p.add_argument("--plot", metavar="DIR", help="write distributions.png and calls_by_tool.png here")
+    p.add_argument("--metrics", nargs="+", metavar="FILE",
+                   help="training metrics JSONL files: also plot reward against generations (needs --plot)")
+    p.add_argument("--skip-bad", action="store_true", help="skip corrupt lines (each is reported) instead of failing")
+    p.add_argument("--success-threshold", type=float, default=1.0, help="reward that counts as success")
+    p.set_defaults(func=run)
+
+
+def _render(rows: list[dict], fmt: str) -> str:
+    from harness.stats import format_table
+
+    if fmt == "json":
+        clean = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in rows]
+        return json.dumps(clean, indent=1)
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else [])
+        w.writeheader()
+        w.writerows(rows)
+        return buf.getvalue()
+    return format_table(rows)
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.stats import collect, compare_rows, table_rows
+
+    errors: list = []
+    groups = collect(args.traces, args.by, skip_bad=args.skip_bad, errors=errors,
+                     success_threshold=args.success_threshold)
+    for e in errors:
+        print(f"skipped {e}", file=sys.stderr)
+    if not groups:
+        print(f"lopd stats: no episodes found in {', '.join(args.traces)}", file=sys.stderr)
+        return 2
+    rows = compare_rows(groups, *args.compare) if args.compare else table_rows(groups)
+    text = _render(rows, args.format)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+    else:
+        print(text)
+    if args.plot:
+        from pathlib import Path
+
+        from harness.plots import plot_calls_by_tool, plot_distributions, plot_learning_curves
+
+        out = Path(args.plot)
+        made = [plot_distributions(groups, out / "distributions.png"), plot_calls_by_tool(groups, out / "calls_by_tool.png")]
+        if args.metrics:
+            made.append(plot_learning_curves(args.metrics, out / "reward_vs_generations.png"))
+        print("figures: " + ", ".join(map(str, made)), file=sys.stderr)
+    return 0

@@ -1,0 +1,202 @@
+"""Tool-call behaviour statistics from traces (the paper's Table 3, extended).
+
+Each metric is computed per episode, then summarised per group (mean, std, median, n).
+Exact definitions are in docs/STATS.md; :func:`episode_stats` is their single implementation.
+
+>>> from envs.trace import Episode, Step, CallRecord
+>>> ep = Episode("env", "t", steps=[Step(0, "x", calls=[CallRecord("f", {"a": 1}), CallRecord("f", {"a": 1})])],
+...              reward=1.0).__dict__
+>>> s = episode_stats({**ep, "steps": [vars(st) | {"calls": [vars(c) for c in st.calls]} for st in ep["steps"]]})
+>>> s["calls_per_step"], s["repeated_calls"], s["reward_per_call"]
+(2.0, 1, 0.5)
+
+Reading is streaming: episodes are reduced to a few numbers as they are read, so memory grows
+with the number of episodes times the number of metrics, never with trace size.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from envs.trace import TraceError, iter_records
+
+METRICS = (
+    "env_steps", "calls_per_step", "first_response_tokens", "repeated_calls", "reward",
+    "reward_per_call", "parse_error_rate", "tool_error_rate", "turns_to_first_success", "success",
+)
+GroupBy = Literal["env", "learner", "run", "category"]
+
+
+def _call_key(call: dict[str, Any]) -> str | None:
+    if call.get("name") is None or call.get("parse_error") is not None:
+        return None
+    try:
+        return call["name"] + "\0" + json.dumps(call.get("arguments"), sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return call["name"] + "\0" + repr(call.get("arguments"))
+
+
+def episode_stats(ep: dict[str, Any], success_threshold: float = 1.0) -> dict[str, Any]:
+    """The per-episode metrics of one trace record (a dict as stored in JSONL)."""
+    steps = ep.get("steps") or []
+    n_steps = len(steps)
+    n_calls = n_parse_steps = n_executed = n_tool_errors = repeats = 0
+    seen: set[str] = set()
+    by_tool: Counter[str] = Counter()
+    first_success = None
+    for i, s in enumerate(steps):
+        calls = s.get("calls") or []
+        n_calls += len(calls)
+        if s.get("parse_error") is not None or any(c.get("parse_error") is not None for c in calls):
+            n_parse_steps += 1
+        for c in calls:
+            if c.get("name") is not None:
+                by_tool[c["name"]] += 1
+            if c.get("executed"):
+                n_executed += 1
+                n_tool_errors += c.get("error") is not None
+            key = _call_key(c)
+            if key is not None:
+                repeats += key in seen
+                seen.add(key)
+        if first_success is None and (s.get("reward") or 0.0) >= success_threshold:
+            first_success = i + 1
+    reward = float(ep.get("reward") or 0.0)
+    if first_success is None and reward >= success_threshold and n_steps:
+        first_success = n_steps  # outcome reward arrives with the last step
+    first_tokens = steps[0].get("token_ids") if steps else None
+    return {
+        "env_steps": n_steps,
+        "calls_per_step": n_calls / n_steps if n_steps else None,
+        "first_response_tokens": len(first_tokens) if first_tokens is not None else None,
+        "repeated_calls": repeats,
+        "reward": reward,
+        "reward_per_call": reward / n_calls if n_calls else None,
+        "parse_error_rate": n_parse_steps / n_steps if n_steps else None,
+        "tool_error_rate": n_tool_errors / n_executed if n_executed else None,
+        "turns_to_first_success": first_success,
+        "success": float(reward >= success_threshold),
+        "calls_by_tool": by_tool,
+    }
+
+
+@dataclass
+class Summary:
+    """One metric over a group: mean, standard deviation, median, and how many episodes had it."""
+
+    mean: float
+    std: float
+    median: float
+    n: int
+
+    @classmethod
+    def of(cls, values: list[float]) -> Summary:
+        if not values:
+            return cls(math.nan, math.nan, math.nan, 0)
+        n = len(values)
+        mean = math.fsum(values) / n
+        std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+        s = sorted(values)
+        median = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+        return cls(mean, std, median, n)
+
+
+@dataclass
+class GroupStats:
+    """Per-episode metric values of one group, plus its tool-call distribution."""
+
+    episodes: int = 0
+    values: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    calls_by_tool: Counter[str] = field(default_factory=Counter)
+
+    def add(self, stats: dict[str, Any]) -> None:
+        self.episodes += 1
+        for m in METRICS:
+            if stats[m] is not None:
+                self.values[m].append(float(stats[m]))
+        self.calls_by_tool.update(stats["calls_by_tool"])
+
+    def summary(self) -> dict[str, Summary]:
+        return {m: Summary.of(self.values.get(m, [])) for m in METRICS}
+
+
+def group_key(ep: dict[str, Any], by: GroupBy, path: str | os.PathLike) -> str:
+    meta = ep.get("meta") or {}
+    if by == "env":
+        return str(ep.get("env_id"))
+    if by == "category":
+        return str(meta.get("category", ep.get("env_id")))
+    if by == "learner":
+        return str(meta.get("learner", "-"))
+    return str(meta.get("run", Path(path).stem))
+
+
+def collect(paths: Iterable[str | os.PathLike], by: GroupBy = "run", *, skip_bad: bool = False,
+            errors: list[TraceError] | None = None, success_threshold: float = 1.0) -> dict[str, GroupStats]:
+    """Stream every episode of ``paths`` into per-group statistics.
+
+    A corrupt line raises :class:`TraceError` (file and line) unless ``skip_bad``; skipped lines are
+    appended to ``errors`` so the caller can report them.
+    """
+    groups: dict[str, GroupStats] = {}
+    for path in paths:
+        for lineno, ep in iter_records(path, on_error="skip" if skip_bad else "raise", errors=errors):
+            try:
+                stats = episode_stats(ep, success_threshold)
+            except (TypeError, AttributeError, ValueError) as e:  # a record of the right version but wrong shape
+                err = TraceError(path, lineno, f"malformed episode: {type(e).__name__}: {e}")
+                if not skip_bad:
+                    raise err from None
+                if errors is not None:
+                    errors.append(err)
+                continue
+            key = group_key(ep, by, path)
+            groups.setdefault(key, GroupStats()).add(stats)
+    return groups
+
+
+def table_rows(groups: dict[str, GroupStats]) -> list[dict[str, Any]]:
+    """Flat rows (group, metric, mean, std, median, n) for text, CSV or JSON output."""
+    rows = []
+    for g, gs in groups.items():
+        for m, s in gs.summary().items():
+            rows.append({"group": g, "metric": m, "mean": s.mean, "std": s.std, "median": s.median, "n": s.n})
+    return rows
+
+
+def compare_rows(groups: dict[str, GroupStats], a: str, b: str) -> list[dict[str, Any]]:
+    """The paper's vanilla -> trained layout: per metric, A, B, B - A and the relative change."""
+    missing = [g for g in (a, b) if g not in groups]
+    if missing:
+        raise KeyError(f"no group named {', '.join(map(repr, missing))}; groups are {sorted(groups)}")
+    sa, sb = groups[a].summary(), groups[b].summary()
+    rows = []
+    for m in METRICS:
+        x, y = sa[m].mean, sb[m].mean
+        rel = (y - x) / abs(x) * 100 if x and not math.isnan(x) else math.nan
+        rows.append({"metric": m, a: x, b: y, "delta": y - x, "delta_pct": rel})
+    return rows
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """Aligned plain-text table of dict rows (floats to 4 significant digits)."""
+    if not rows:
+        return ""
+    cols = list(rows[0])
+
+    def cell(v: Any) -> str:
+        return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+    cells = [[cell(r[c]) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(row, widths))) for row in cells]
+    return "\n".join(lines)

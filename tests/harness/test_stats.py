@@ -1,0 +1,113 @@
+"""Statistics against hand-counted traces."""
+import json
+import math
+
+import pytest
+
+from envs.trace import CallRecord, Episode, Step, write_traces
+from harness.cli import main
+from harness.stats import collect, compare_rows, episode_stats
+
+
+def C(name, args=None, executed=True, error=None, parse_error=None):
+    return CallRecord(name, args if args is not None else {}, parse_error=parse_error, executed=executed, error=error)
+
+
+def spray_episode():
+    """Vanilla-like: parallel speculative calls, repeats, errors. Hand counts in comments."""
+    return Episode("lopd/shop-v0", "t1", meta={"run": "base", "learner": "none", "category": "shop"}, steps=[
+        Step(0, "a", token_ids=list(range(12)), calls=[C("price", {"item": "apple"}), C("price", {"item": "pear"}),
+                                                       C("add_to_cart", {"item": "apple", "qty": 2})]),
+        # the same price call again (repeat #1), an unparsable block, a tool error
+        Step(1, "b", calls=[C("price", {"item": "apple"}), C(None, None, executed=False, parse_error="bad JSON"),
+                            C("checkout", error="Error: boom")]),
+        # identical args with different key order is still a repeat (#2)
+        Step(2, "c", calls=[C("add_to_cart", {"qty": 2, "item": "apple"})], reward=0.0),
+        Step(3, "done", reward=0.5, terminated=True),
+    ], reward=0.5)
+
+
+def sequential_episode():
+    return Episode("lopd/shop-v0", "t2", meta={"run": "trained", "learner": "lopd", "category": "shop"}, steps=[
+        Step(0, "a", token_ids=list(range(5)), calls=[C("add_to_cart", {"item": "apple", "qty": 2})]),
+        Step(1, "b", calls=[C("checkout")]),
+        Step(2, "ok", reward=1.0, terminated=True),
+    ], reward=1.0)
+
+
+def as_dict(ep):
+    return json.loads(ep.to_json())
+
+
+def test_hand_counted_spray_episode():
+    s = episode_stats(as_dict(spray_episode()))
+    assert s["env_steps"] == 4
+    assert s["calls_per_step"] == 7 / 4          # every <tool_call> block counts, the unparsable one too
+    assert s["first_response_tokens"] == 12
+    assert s["repeated_calls"] == 2
+    assert s["reward_per_call"] == 0.5 / 7
+    assert s["parse_error_rate"] == 1 / 4        # one of four steps had a parse error
+    assert s["tool_error_rate"] == 1 / 6         # six executed calls, one failed
+    assert s["turns_to_first_success"] is None   # 0.5 < success threshold 1.0
+    assert s["success"] == 0.0
+    assert s["calls_by_tool"] == {"price": 3, "add_to_cart": 2, "checkout": 1}
+    assert episode_stats(as_dict(spray_episode()), success_threshold=0.5)["turns_to_first_success"] == 4
+
+
+def test_hand_counted_sequential_episode_and_empty_cases():
+    s = episode_stats(as_dict(sequential_episode()))
+    assert (s["env_steps"], s["calls_per_step"], s["repeated_calls"], s["turns_to_first_success"]) == (3, 2 / 3, 0, 3)
+    empty = episode_stats(as_dict(Episode("e", "t")))
+    assert empty["env_steps"] == 0 and empty["calls_per_step"] is None and empty["reward_per_call"] is None
+    no_tokens = episode_stats(as_dict(Episode("e", "t", steps=[Step(0, "x")])))
+    assert no_tokens["first_response_tokens"] is None and no_tokens["tool_error_rate"] is None
+
+
+def test_grouping_compare_and_cli(tmp_path, capsys):
+    a, b = tmp_path / "base.jsonl", tmp_path / "trained.jsonl"
+    write_traces(a, [spray_episode(), spray_episode()])
+    write_traces(b, [sequential_episode()])
+    groups = collect([a, b], by="learner")
+    assert set(groups) == {"none", "lopd"} and groups["none"].episodes == 2
+    rows = {r["metric"]: r for r in compare_rows(collect([a, b]), "base", "trained")}
+    assert rows["calls_per_step"]["base"] == 7 / 4 and rows["calls_per_step"]["trained"] == 2 / 3
+    assert rows["repeated_calls"]["delta"] == -2
+    assert math.isclose(rows["env_steps"]["delta_pct"], -25.0)
+    with pytest.raises(KeyError, match="no group named 'x'"):
+        compare_rows(groups, "x", "lopd")
+
+    assert main(["stats", str(a), str(b), "--compare", "base", "trained", "--plot", str(tmp_path / "figs")]) == 0
+    out = capsys.readouterr().out
+    assert "calls_per_step" in out and "delta" in out
+    assert (tmp_path / "figs" / "distributions.png").stat().st_size > 10_000
+    assert (tmp_path / "figs" / "calls_by_tool.png").exists()
+    assert main(["stats", str(a), "--format", "json", "--by", "category"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {r["group"] for r in data} == {"shop"}
+
+
+def test_corrupt_and_empty_inputs(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    write_traces(bad, [sequential_episode()])
+    with open(bad, "a") as f:
+        f.write('{"version": 1, "steps": 5}\n{"truncated\n')
+    assert main(["stats", str(bad)]) == 2
+    assert "bad.jsonl:2" in capsys.readouterr().err
+    assert main(["stats", str(bad), "--skip-bad"]) == 0
+    err = capsys.readouterr().err
+    assert "bad.jsonl:2" in err and "bad.jsonl:3" in err
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["stats", str(empty)]) == 2
+    assert "no episodes found" in capsys.readouterr().err
+
+
+def test_learning_curve_plot(tmp_path, capsys):
+    from harness.plots import plot_learning_curves
+
+    m = tmp_path / "run1" / "metrics.jsonl"
+    m.parent.mkdir()
+    m.write_text("\n".join(json.dumps({"generations": g, "eval/reward": g / 100}) for g in (0, 32, 64)) + "\nnot json\n")
+    assert plot_learning_curves([m], tmp_path / "curve.png").stat().st_size > 5_000
+    with pytest.raises(ValueError, match="has both"):
+        plot_learning_curves([m], tmp_path / "x.png", y="missing")
