@@ -1,0 +1,115 @@
+"""ACEBench's agent verdicts: end-to-end state accuracy and process accuracy (never raise).
+
+End-to-end (upstream ``agent_eval`` + ``agent_checker``), quirks kept:
+
+- The number of saved class dicts must equal the number of answer dicts.
+- Each answer dict is matched with the first saved dict that has the same class name. When none
+  has it, the *previous* comparison's verdict is reused (valid when it is the first), so an
+  answer whose class name is misspelt upstream (``ReminderAPI``, ``Reminderpi``, ``BaseAPI`` occur
+  in the data) is never compared.
+- Only attributes present in the saved dict are compared (so a missing attribute is not an
+  error, an extra one is); dict-valued answer attributes are compared key by key for the
+  answer's keys only, other values by equality.
+
+Process accuracy (upstream ``agent_eval_process``): 1.0 for an end-to-end success; otherwise
+the share of milestone calls found, in order, as a subsequence of the model's executed call
+messages (compared after ``strip``). With several alternative milestone lists the best rounded
+share counts; with one list the unrounded share counts. The category mean is rounded to 3 places.
+
+>>> agent_state_check([{"BaseApi": {"wifi": True}}], [{"BaseApi": {"wifi": True, "logged_in": False}}])["valid"]
+True
+>>> round(process_accuracy(["[a()]", "[x()]", "[b()]"], ["[a()]", "[b()]", "[c()]"]), 3)
+0.667
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _compare_class(saved: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = {"valid": True, "error": [], "error_type": "class attributes wrong"}
+    scenario = next(iter(answer))
+    expected_attrs = answer[scenario]
+    saved_attrs = next(iter(saved.values()))
+    if not isinstance(saved_attrs, dict) or not isinstance(expected_attrs, dict):
+        return {"valid": False, "error": ["the official checker raises on this entry: state is not an object"],
+                "error_type": "checker_error"}
+    for attr, value in saved_attrs.items():
+        if attr not in expected_attrs:
+            result["valid"] = False
+            result["error"].append(f"class({scenario}) attributes({attr}) missing in possible_answer.")
+            continue
+        expected = expected_attrs[attr]
+        try:
+            if isinstance(expected, dict):
+                for key, want in expected.items():
+                    if key not in value:
+                        result["valid"] = False
+                        result["error"].append(f"class({scenario}) attributes({attr}) wrong, [expected: {expected}, "
+                                               f"real: {value}]")
+                    elif want != value[key]:
+                        result["valid"] = False
+                        result["error"].append(f"class({scenario}) attributes({attr}.{key}) wrong, [expected: "
+                                               f"{want}, real: {value[key]}]")
+            elif expected != value:
+                result["valid"] = False
+                result["error"].append(f"class({scenario}) attributes({attr}) wrong, [expected: {expected}, "
+                                       f"real: {value}]")
+        except (TypeError, KeyError, IndexError) as e:
+            return {"valid": False, "error": [f"the official checker raises on this entry: {e}"],
+                    "error_type": "checker_error"}
+    return result
+
+
+def agent_state_check(saved: Any, answer: Any) -> dict[str, Any]:
+    """End-to-end verdict {valid, error, error_type} of saved class states against the answer."""
+    answers = answer if isinstance(answer, list) else [answer]
+    if not isinstance(saved, list):
+        return {"valid": False, "error": ["result must be a list of {class: attributes}"],
+                "error_type": "wrong_output_format"}
+    out: dict[str, Any] = {"valid": True, "error": [], "error_type": ""}
+    if len(answers) != len(saved):
+        out.update(valid=False, error_type="wrong number of class")
+        return out
+    last: dict[str, Any] = {"valid": True}
+    for expected in answers:
+        if not isinstance(expected, dict) or not expected:
+            return {"valid": False, "error": ["the official checker raises on this entry: bad answer"],
+                    "error_type": "checker_error"}
+        keys = set(expected)
+        match = next((s for s in saved if isinstance(s, dict) and set(s) == keys), None)
+        if match:
+            last = _compare_class(match, expected)
+        if not last["valid"]:
+            out["valid"] = False
+            out["error"].append(last["error"])
+            out["error_type"] = last["error_type"]
+    return out
+
+
+def _subsequence_share(process: list[Any], milestones: list[Any]) -> float:
+    found, pos = 0, 0
+    for stone in milestones:
+        while pos < len(process):
+            pos += 1
+            if _strip(process[pos - 1]) == _strip(stone):
+                found += 1
+                break
+    return 1.0 if not milestones else found / len(milestones)
+
+
+def _strip(x: Any) -> Any:
+    return x.strip() if isinstance(x, str) else x
+
+
+def process_accuracy(process: Any, mile_stone: Any) -> float:
+    """One failed entry's process accuracy, as upstream adds it to the category total.
+
+    Several milestone lists: the best share rounded to 3 places; one list: the unrounded share.
+    """
+    process = process if isinstance(process, list) else []
+    stones = mile_stone if isinstance(mile_stone, list) else []
+    if stones and isinstance(stones[0], list):
+        return max(round(_subsequence_share(process, s if isinstance(s, list) else []), 3) for s in stones)
+    return _subsequence_share(process, stones)
