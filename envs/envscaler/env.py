@@ -148,6 +148,11 @@ class EnvScalerEnv(ToolEnv):
                           f"record: {', '.join(sorted(self.skipped))}", stacklevel=2)
         return tasks
 
+    def all_tasks(self) -> list[Task]:
+        """Every loaded task, whatever the split filter."""
+        _ = self.tasks  # loads them
+        return list(self._tasks or [])
+
     def task_by_id(self, task_id: str) -> Task:
         try:
             return super().task_by_id(task_id)
