@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import subprocess
 import sys
 import tempfile
@@ -29,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.bfcl_mutations import multi_turn_cases, relevance_cases, single_turn_cases  # noqa: E402
 from envs.bfcl.data import CATEGORIES, data_root, is_multi_turn, is_relevance, load_entries  # noqa: E402
-from envs.bfcl.multi_turn import DEFAULT_MODEL_NAME  # noqa: E402
+from envs.bfcl.replay import ground_truth_output  # noqa: E402
 from envs.bfcl.scoring import score_entry  # noqa: E402
 
 DEFAULT_PYTHON = "/tmp/bfcl_official/bin/python"
@@ -54,6 +55,52 @@ def build_cases(categories: list[str], formats: list[str], limit: int | None) ->
     return cases
 
 
+_FUZZ_CHARS = "[](){}'\",=.:-_ \n`0123456789abcxyzTFN\\é中+*/<>;"
+
+
+def _mutate(text: str, rng: random.Random) -> str:
+    chars = list(text)
+    for _ in range(rng.randint(1, 4)):
+        op = rng.random()
+        pos = rng.randint(0, len(chars))
+        if op < 0.4:
+            chars.insert(pos, rng.choice(_FUZZ_CHARS))
+        elif op < 0.7 and chars:
+            del chars[min(pos, len(chars) - 1)]
+        elif chars:
+            chars[min(pos, len(chars) - 1)] = rng.choice(_FUZZ_CHARS)
+    return "".join(chars)
+
+
+def fuzz_cases(categories: list[str], formats: list[str], n: int, seed: int = 0) -> list[dict]:
+    """Character-level mutations of ground-truth outputs (and of their JSON argument strings)."""
+    rng = random.Random(seed)
+    cases = []
+    for cat in categories:
+        entries = [e for e in load_entries(cat) if e.answer is not None] or list(load_entries(cat))
+        for i in range(n):
+            entry = rng.choice(entries)
+            fmt = rng.choice(formats)
+            base = (ground_truth_output(entry, fmt) if entry.answer is not None
+                    else ([] if fmt == "fc" else f"[{(entry.functions or [{'name': 'f'}])[0]['name']}()]"))
+            if is_multi_turn(cat):
+                turns = json.loads(json.dumps(base))
+                t = rng.randrange(len(turns))
+                if turns[t]:
+                    step = turns[t][0]
+                    turns[t][0] = (_mutate(step, rng) if isinstance(step, str)
+                                   else [{k: _mutate(v, rng)} for c in step for k, v in c.items()])
+                result = turns
+            elif fmt == "fc":
+                result = [{(_mutate(k, rng) if rng.random() < 0.2 else k): _mutate(v, rng)}
+                          for c in base for k, v in c.items()]
+            else:
+                result = _mutate(base, rng)
+            cases.append({"key": f"{entry.id}|{fmt}|fuzz{i}", "id": entry.id, "category": cat, "fmt": fmt,
+                          "label": "fuzz", "result": result})
+    return cases
+
+
 def run_official(python: str, cases: list[dict]) -> tuple[dict[str, dict], dict[str, float]]:
     with tempfile.TemporaryDirectory() as tmp:
         cin, cout = Path(tmp) / "cases.jsonl", Path(tmp) / "out.jsonl"
@@ -73,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--categories", default=",".join(CATEGORIES))
     ap.add_argument("--formats", default="prompt,fc")
     ap.add_argument("--limit", type=int, default=None, help="entries per category")
+    ap.add_argument("--fuzz", type=int, default=0, help="also N character-level fuzz cases per category")
+    ap.add_argument("--no-mutations", action="store_true", help="only the fuzz cases")
     ap.add_argument("--out", default=None, help="write disagreements as JSONL here")
     args = ap.parse_args(argv)
     if not Path(args.official_python).exists():
@@ -80,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     cats = [c for c in args.categories.split(",") if c]
     fmts = [f for f in args.formats.split(",") if f]
-    cases = build_cases(cats, fmts, args.limit)
+    cases = [] if args.no_mutations else build_cases(cats, fmts, args.limit)
+    if args.fuzz:
+        cases += fuzz_cases(cats, fmts, args.fuzz)
     entries = {e.id: e for c in cats for e in load_entries(c)}
     t0 = time.time()
     ours = {c["key"]: score_entry(entries[c["id"]], c["result"], c["fmt"],
