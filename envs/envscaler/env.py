@@ -193,7 +193,12 @@ class EnvScalerEnv(ToolEnv):
         return self.score.reward
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
-        prompt, info = super().reset(seed=seed, options=options)
+        try:
+            prompt, info = super().reset(seed=seed, options=options)
+        except Exception:
+            # A broken env class must not leave the previous episode steppable under the new task.
+            self.instance, self.done = None, True
+            raise
         info["env_id"] = self.task.data["scenario"]["env_id"]
         return prompt, info
 

@@ -1,8 +1,8 @@
-"""``MicroEnv``: the micro world, run by the EnvScaler env unchanged (only where the records lie differs).
+"""``MicroEnv``: the micro world, run by the EnvScaler env unchanged (only where the records lie differs)::
 
->>> import envs, gymnasium as gym                       # doctest: +SKIP
->>> env = gym.make("lopd/micro-v0", split="eval")       # builds and caches the world on first use
->>> prompt, info = env.reset(seed=0)
+    import envs, gymnasium as gym
+    env = gym.make("lopd/micro-v0", split="eval")       # builds and caches the world on first use
+    prompt, info = env.reset(seed=0)
 """
 
 from __future__ import annotations

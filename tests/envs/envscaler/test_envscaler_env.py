@@ -198,8 +198,10 @@ def test_no_state_leaks_between_episodes():
 
 def test_broken_class_code_names_the_env():
     env = make()
+    env.reset(options={"task_id": "env_tiny-task_1"})
     with pytest.raises(EnvClassError, match="env env_broken: env_class_code raised while loading"):
         env.reset(options={"task_id": "env_broken-task_1"})
+    assert env.step(call("deposit", account_id="B7", amount=5))[4] == {"error": "episode_over"}
     with pytest.raises(EnvClassError, match="env env_noclass: class 'Nothing' not found"):
         env.reset(options={"task_id": "env_noclass-task_1"})
 

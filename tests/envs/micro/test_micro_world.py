@@ -113,6 +113,12 @@ def test_every_mistake_scores_less_and_partial_credit_exists(env):
     assert all(partial.values()), partial
 
 
+def test_doing_nothing_scores_zero(env):
+    for task in env.all_tasks()[:60]:
+        env.reset(options={"task_id": task.task_id})
+        assert env.step("Task Completed")[1] == 0.0, task.task_id
+
+
 def test_the_envscaler_env_runs_the_world_unchanged(tmp_path):
     files = build_world(1, 12, 6, tmp_path)
     plain = EnvScalerEnv(files.envs, files.scenarios)
