@@ -13,6 +13,18 @@ from envs.envscaler.parse import Action, parse_action
 from envs.envscaler.records import RecordError, load_envs, load_scenarios, read_records
 from envs.envscaler.runtime import EnvClassError, new_instance, score_checklist, state_of
 
-__all__ = ["Action", "EnvClassError", "EnvScalerEnv", "EnvScalerFixtureEnv", "RecordError", "load_envs",
-           "load_scenarios", "new_instance", "parse_action", "read_records", "score_checklist", "state_of",
-           "summarize"]
+__all__ = [
+    "Action",
+    "EnvClassError",
+    "EnvScalerEnv",
+    "EnvScalerFixtureEnv",
+    "RecordError",
+    "load_envs",
+    "load_scenarios",
+    "new_instance",
+    "parse_action",
+    "read_records",
+    "score_checklist",
+    "state_of",
+    "summarize",
+]

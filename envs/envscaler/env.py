@@ -60,14 +60,18 @@ PathsArg = str | Path | Sequence[str | Path] | None
 def environment_introduction(env: dict[str, Any]) -> str:
     """The authors' environment introduction: brief introduction plus the constraint rules."""
     rules = "".join(f"- {r}\n" for r in env.get("constraints_rules") or [])
-    return (f"# Environment Information\n\n## Brief Introduction:  \n{env.get('environment_introduction', '')}"
-            f"\n\n## Environment Rules / Constraints:  \n{rules}")
+    return (
+        f"# Environment Information\n\n## Brief Introduction:  \n{env.get('environment_introduction', '')}"
+        f"\n\n## Environment Rules / Constraints:  \n{rules}"
+    )
 
 
 def authors_system_text(env: dict[str, Any]) -> str:
     """System text before the tool block, as the authors build it."""
-    return (f"{AUTHORS_SYSTEM_PROMPT}\n\nThe following is an introduction to the current environment:\n"
-            f"{environment_introduction(env)}")
+    return (
+        f"{AUTHORS_SYSTEM_PROMPT}\n\nThe following is an introduction to the current environment:\n"
+        f"{environment_introduction(env)}"
+    )
 
 
 def _has(obj: Any, name: str) -> bool:
@@ -101,11 +105,19 @@ class EnvScalerEnv(ToolEnv):
     end_on_tool_error = True
     default_split = "train"
 
-    def __init__(self, envs: PathsArg = None, scenarios: PathsArg = None, *,
-                 task_ids: Iterable[str] | None = None, split: str | None = None,
-                 system: str | None = "authors", reward_on_truncation: bool = False,
-                 allow_unlisted_methods: bool = True, max_steps: int | None = None,
-                 render_mode: str | None = None):
+    def __init__(
+        self,
+        envs: PathsArg = None,
+        scenarios: PathsArg = None,
+        *,
+        task_ids: Iterable[str] | None = None,
+        split: str | None = None,
+        system: str | None = "authors",
+        reward_on_truncation: bool = False,
+        allow_unlisted_methods: bool = True,
+        max_steps: int | None = None,
+        render_mode: str | None = None,
+    ):
         super().__init__(split=split, max_steps=max_steps, render_mode=render_mode)
         self._env_paths, self._scenario_paths = envs, scenarios
         self._task_ids = list(task_ids) if task_ids is not None else None
@@ -141,11 +153,21 @@ class EnvScalerEnv(ToolEnv):
                 self.skipped[s["task_id"]] = f"its environment {s['env_id']!r} is not in the env records"
                 continue
             system = authors_system_text(env) if self.system == "authors" else self.system
-            tasks.append(Task(str(s["task_id"]), str(s["task"]), str(s.get("split", self.default_split)),
-                              system, {"scenario": s}))
+            tasks.append(
+                Task(
+                    str(s["task_id"]),
+                    str(s["task"]),
+                    str(s.get("split", self.default_split)),
+                    system,
+                    {"scenario": s},
+                )
+            )
         if self.skipped:
-            warnings.warn(f"{type(self).__name__}: skipped {len(self.skipped)} scenario(s) without an environment "
-                          f"record: {', '.join(sorted(self.skipped))}", stacklevel=2)
+            warnings.warn(
+                f"{type(self).__name__}: skipped {len(self.skipped)} scenario(s) without an environment "
+                f"record: {', '.join(sorted(self.skipped))}",
+                stacklevel=2,
+            )
         return tasks
 
     def all_tasks(self) -> list[Task]:
@@ -188,8 +210,9 @@ class EnvScalerEnv(ToolEnv):
         return render_tools_system_prompt(self.tools.schemas, task.system)
 
     def verify(self, task: Task, state: Any) -> float:
-        self.score = score_checklist(task.data["scenario"]["checklist_with_func"], self.init_state,
-                                     state_of(self.instance))
+        self.score = score_checklist(
+            task.data["scenario"]["checklist_with_func"], self.init_state, state_of(self.instance)
+        )
         return self.score.reward
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
@@ -244,8 +267,11 @@ class EnvScalerEnv(ToolEnv):
         self.messages.extend(new_messages)
         info: dict[str, Any] = {"step": step, "messages": new_messages}
         if self.done:
-            info.update(final_reward=self.final_reward, verify_error=self.verify_error,
-                        checks=[vars(r) for r in self.score.results] if self.score else [])
+            info.update(
+                final_reward=self.final_reward,
+                verify_error=self.verify_error,
+                checks=[vars(r) for r in self.score.results] if self.score else [],
+            )
         return observation, reward, terminated, truncated, copy.deepcopy(info)
 
     def _valid(self, a: Action) -> bool:

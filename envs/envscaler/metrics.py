@@ -30,7 +30,9 @@ def summarize(episodes: Iterable[Any]) -> dict[str, float | int]:
     if not pairs:
         return {"n": 0, "mean_reward": math.nan, "full_pass_rate": math.nan, "mean_steps": math.nan}
     n = len(pairs)
-    return {"n": n,
-            "mean_reward": sum(r for r, _ in pairs) / n,
-            "full_pass_rate": sum(r >= 1.0 for r, _ in pairs) / n,
-            "mean_steps": sum(s for _, s in pairs) / n}
+    return {
+        "n": n,
+        "mean_reward": sum(r for r, _ in pairs) / n,
+        "full_pass_rate": sum(r >= 1.0 for r, _ in pairs) / n,
+        "mean_steps": sum(s for _, s in pairs) / n,
+    }

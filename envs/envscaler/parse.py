@@ -87,7 +87,7 @@ def _first_call(text: str) -> tuple[int, str] | None:
                 k += 1
             if k == len(ends):
                 return None  # no later opening can end either
-            return start, text[b:ends[k][0] + 1]
+            return start, text[b : ends[k][0] + 1]
         start = text.find(_CALL_OPEN, start + 1)
     return None
 
@@ -106,11 +106,11 @@ def parse_action(text: Any) -> Action:
     if call is None and _CALL_OPEN in text and _CALL_CLOSE not in text:
         ok = False  # unclosed <tool_call>
     if think and call:
-        content = text[think[1]:call[0]].strip()
+        content = text[think[1] : call[0]].strip()
     elif think:
-        content = text[think[1]:].strip()
+        content = text[think[1] :].strip()
     elif call:
-        content = text[:call[0]].strip()
+        content = text[: call[0]].strip()
     else:
         content = text
     fn: Any = None

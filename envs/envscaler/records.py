@@ -29,8 +29,16 @@ SUFFIXES = (".json", ".jsonl", ".parquet")
 ENV_FIELDS = ("env_id", "env_class_code", "tools")
 SCENARIO_FIELDS = ("task_id", "env_id", "task", "init_config", "checklist_with_func")
 # Fields the Hugging Face release stores as JSON strings; decoded when they are strings.
-_JSON_STRING_FIELDS = ("tools", "init_config", "checklist_with_func", "checklist", "operation_list",
-                       "state_space_definition", "constraints_rules", "env_func_details")
+_JSON_STRING_FIELDS = (
+    "tools",
+    "init_config",
+    "checklist_with_func",
+    "checklist",
+    "operation_list",
+    "state_space_definition",
+    "constraints_rules",
+    "env_func_details",
+)
 
 STAGED_ENVS = "envscaler_rl_envs.jsonl"
 STAGED_SCENARIOS = ("envscaler_rl_scenarios.jsonl", "smolqwen_fixture_scenarios.jsonl")
@@ -165,8 +173,12 @@ def load_scenarios(paths: str | Path | Iterable[str | Path] | None = None) -> li
             if not isinstance(rec["init_config"], dict):
                 raise RecordError(f"{where}: init_config must be an object of attributes")
             checks = rec["checklist_with_func"]
-            if not isinstance(checks, list) or not all(isinstance(c, dict) and "check_func" in c for c in checks):
-                raise RecordError(f"{where}: checklist_with_func must be a list of {{check_item, check_func}}")
+            if not isinstance(checks, list) or not all(
+                isinstance(c, dict) and "check_func" in c for c in checks
+            ):
+                raise RecordError(
+                    f"{where}: checklist_with_func must be a list of {{check_item, check_func}}"
+                )
             tid = str(rec["task_id"])
             if tid in out and out[tid] != rec:
                 raise RecordError(f"{where}: task_id appears twice with different contents")

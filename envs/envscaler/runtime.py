@@ -13,7 +13,8 @@
 >>> inst = new_instance("env_x", code, "Counter", {"n": 2})
 >>> state_of(inst)
 {'n': 2}
->>> score_checklist([{"check_func": "def check_func(s):\\n    return s['n'] == 2"}], {}, state_of(inst)).reward
+>>> check = {"check_func": "def check_func(s):\\n    return s['n'] == 2"}
+>>> score_checklist([check], {}, state_of(inst)).reward
 1.0
 """
 
@@ -51,12 +52,16 @@ def load_class(env_id: str, code: str, class_name: str) -> type:
     try:
         compiled = _compile(code, _filename(env_id, code))
     except (SyntaxError, ValueError) as e:
-        raise EnvClassError(f"env {env_id}: env_class_code does not compile ({type(e).__name__}: {e})") from None
+        raise EnvClassError(
+            f"env {env_id}: env_class_code does not compile ({type(e).__name__}: {e})"
+        ) from None
     module = types.ModuleType(MODULE_NAME)
     try:
         exec(compiled, module.__dict__)
     except Exception as e:
-        raise EnvClassError(f"env {env_id}: env_class_code raised while loading ({type(e).__name__}: {e})") from e
+        raise EnvClassError(
+            f"env {env_id}: env_class_code raised while loading ({type(e).__name__}: {e})"
+        ) from e
     cls = module.__dict__.get(class_name)
     if not isinstance(cls, type):
         raise EnvClassError(f"env {env_id}: class {class_name!r} not found in env_class_code")
@@ -75,13 +80,17 @@ def new_instance(env_id: str, code: str, class_name: str, init_config: dict[str,
         for key, value in (config or {}).items():
             setattr(inst, key, value)
     except Exception as e:
-        raise EnvClassError(f"env {env_id}: constructing {class_name} failed ({type(e).__name__}: {e})") from e
+        raise EnvClassError(
+            f"env {env_id}: constructing {class_name} failed ({type(e).__name__}: {e})"
+        ) from e
     return inst
 
 
 def state_of(instance: Any) -> dict[str, Any]:
     """The instance's state: a deep copy of its attributes, dunder names left out."""
-    return copy.deepcopy({k: v for k, v in vars(instance).items() if not (k.startswith("__") and k.endswith("__"))})
+    return copy.deepcopy(
+        {k: v for k, v in vars(instance).items() if not (k.startswith("__") and k.endswith("__"))}
+    )
 
 
 @dataclass(frozen=True)
@@ -115,8 +124,9 @@ def _compile_check(code: str) -> types.CodeType:
     return compile(code, "<check_func>", "exec")
 
 
-def run_check(code: Any, initial_state: dict[str, Any], final_state: dict[str, Any],
-              check_item: str = "") -> CheckResult:
+def run_check(
+    code: Any, initial_state: dict[str, Any], final_state: dict[str, Any], check_item: str = ""
+) -> CheckResult:
     """Exec one check_func source in fresh globals and call it on ``final_state``. Never raises."""
     try:
         if not isinstance(code, str):
@@ -134,19 +144,24 @@ def run_check(code: Any, initial_state: dict[str, Any], final_state: dict[str, A
             raise
         return CheckResult(check_item, False, None, f"{type(e).__name__}: {e}"[:500])
     if not isinstance(value, bool):  # numpy.bool_, 1, "yes": all count 0, as in the authors' runner
-        return CheckResult(check_item, False, None, f"Function did not return a boolean (got {type(value).__name__}).")
+        return CheckResult(
+            check_item, False, None, f"Function did not return a boolean (got {type(value).__name__})."
+        )
     return CheckResult(check_item, True, value)
 
 
-def score_checklist(checklist: list[dict[str, Any]], initial_state: dict[str, Any],
-                    final_state: dict[str, Any]) -> ChecklistScore:
+def score_checklist(
+    checklist: list[dict[str, Any]], initial_state: dict[str, Any], final_state: dict[str, Any]
+) -> ChecklistScore:
     """Fraction of checks that return True, rounded to 4 places.
 
     Every check sees the same ``final_state`` object, as in the authors' runner. An empty checklist
     scores 0.0 (the authors' runner divides by zero there; we call nothing verified a failure).
     """
-    results = [run_check(c.get("check_func"), initial_state, final_state, str(c.get("check_item", "")))
-               for c in checklist]
+    results = [
+        run_check(c.get("check_func"), initial_state, final_state, str(c.get("check_item", "")))
+        for c in checklist
+    ]
     if not results:
         return ChecklistScore(0.0, [])
     return ChecklistScore(round(sum(r.result is True for r in results) / len(results), 4), results)

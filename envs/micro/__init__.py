@@ -15,6 +15,20 @@ from envs.micro.expert import Trajectory, choose_mistake, expert_success, noisy_
 from envs.micro.sft import DEFAULT_REFERENCE_FRAMING, referenced_trajectory, render_experience, sft_corpus
 from envs.micro.world import WorldFiles, build_world, cached_world, generate_world
 
-__all__ = ["DEFAULT_REFERENCE_FRAMING", "DOMAINS", "MicroEnv", "Trajectory", "WorldFiles", "build_world",
-           "cached_world", "choose_mistake", "expert_success", "generate_world", "noisy_expert", "referenced_trajectory",
-           "render_experience", "run_solver", "sft_corpus"]
+__all__ = [
+    "DEFAULT_REFERENCE_FRAMING",
+    "DOMAINS",
+    "MicroEnv",
+    "Trajectory",
+    "WorldFiles",
+    "build_world",
+    "cached_world",
+    "choose_mistake",
+    "expert_success",
+    "generate_world",
+    "noisy_expert",
+    "referenced_trajectory",
+    "render_experience",
+    "run_solver",
+    "sft_corpus",
+]

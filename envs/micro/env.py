@@ -1,8 +1,8 @@
 """``MicroEnv``: the micro world, run by the EnvScaler env unchanged (only where the records lie differs)::
 
-    import envs, gymnasium as gym
-    env = gym.make("lopd/micro-v0", split="eval")       # builds and caches the world on first use
-    prompt, info = env.reset(seed=0)
+import envs, gymnasium as gym
+env = gym.make("lopd/micro-v0", split="eval")       # builds and caches the world on first use
+prompt, info = env.reset(seed=0)
 """
 
 from __future__ import annotations
@@ -23,8 +23,15 @@ class MicroEnv(EnvScalerEnv):
         split: "train", "eval" or None (both). Other keyword arguments go to :class:`EnvScalerEnv`.
     """
 
-    def __init__(self, seed: int = 0, n_train: int = DEFAULT_N_TRAIN, n_eval: int = DEFAULT_N_EVAL, *,
-                 cache_dir: str | os.PathLike | None = None, **kwargs):
+    def __init__(
+        self,
+        seed: int = 0,
+        n_train: int = DEFAULT_N_TRAIN,
+        n_eval: int = DEFAULT_N_EVAL,
+        *,
+        cache_dir: str | os.PathLike | None = None,
+        **kwargs,
+    ):
         super().__init__(None, None, **kwargs)
         self.world_seed, self.n_train, self.n_eval, self.cache_dir = seed, n_train, n_eval, cache_dir
 

@@ -106,15 +106,17 @@ def expert_success(overrides: Mapping[str, float] | None = None) -> dict[str, fl
     return probs
 
 
-def choose_mistake(micro: Mapping[str, Any], rng: random.Random,
-                   success: Mapping[str, float] | None = None) -> str | None:
+def choose_mistake(
+    micro: Mapping[str, Any], rng: random.Random, success: Mapping[str, float] | None = None
+) -> str | None:
     """None (the correct procedure) with the domain's probability, else a random wrong procedure."""
     p = expert_success(success)[micro["domain"]]
     return None if rng.random() < p else rng.choice(DOMAINS[micro["domain"]].mistakes[micro["template"]])
 
 
-def noisy_expert(env: EnvScalerEnv, task_id: str, rng: random.Random,
-                 success: Mapping[str, float] | None = None) -> Trajectory:
+def noisy_expert(
+    env: EnvScalerEnv, task_id: str, rng: random.Random, success: Mapping[str, float] | None = None
+) -> Trajectory:
     """The correct procedure with the domain's probability, else a random wrong one of the template."""
     micro = env.task_by_id(task_id).data["scenario"]["micro"]
     return run_solver(env, task_id, choose_mistake(micro, rng, success))

@@ -33,8 +33,9 @@ DEFAULT_REFERENCE_FRAMING = (
 task. Mirrors lopd.latent's framing, with the text in place of the latents."""
 
 
-def render_experience(task: str, calls: Sequence[tuple[str, Mapping[str, Any], str]], *,
-                      max_result_chars: int = 240) -> str:
+def render_experience(
+    task: str, calls: Sequence[tuple[str, Mapping[str, Any], str]], *, max_result_chars: int = 240
+) -> str:
     """Experience text: the task, then one line per action with its (shortened) result.
 
     >>> print(render_experience("Buy a kite.", [("buy", {"item": "kite"}, "{'success': True}")]))
@@ -62,15 +63,25 @@ def _same_procedure(env: EnvScalerEnv, task_id: str) -> list[str]:
     out = []
     for t in env.all_tasks():
         m = t.data["scenario"].get("micro") or {}
-        if (t.task_id != task_id and t.split == "train" and m.get("domain") == micro["domain"]
-                and m.get("template") == micro["template"]):
+        if (
+            t.task_id != task_id
+            and t.split == "train"
+            and m.get("domain") == micro["domain"]
+            and m.get("template") == micro["template"]
+        ):
             out.append(t.task_id)
     return out
 
 
-def referenced_trajectory(env: EnvScalerEnv, task_id: str, rng: random.Random, *,
-                          reference_task_id: str | None = None, framing: str = DEFAULT_REFERENCE_FRAMING,
-                          max_result_chars: int = 240) -> Trajectory:
+def referenced_trajectory(
+    env: EnvScalerEnv,
+    task_id: str,
+    rng: random.Random,
+    *,
+    reference_task_id: str | None = None,
+    framing: str = DEFAULT_REFERENCE_FRAMING,
+    max_result_chars: int = 240,
+) -> Trajectory:
     """A successful reference (another train task, same domain and template) framed into the first user
     message, then the correct procedure on ``task_id`` played through the env."""
     if "{reference}" not in framing or "{task}" not in framing:
@@ -89,14 +100,22 @@ def referenced_trajectory(env: EnvScalerEnv, task_id: str, rng: random.Random, *
     traj.reference_task_id = reference_task_id
     traj.messages = copy.deepcopy(traj.messages)
     user = traj.messages[1]
-    user["content"] = framing.format(reference=experience_of(ref, max_result_chars=max_result_chars),
-                                     task=user["content"])
+    user["content"] = framing.format(
+        reference=experience_of(ref, max_result_chars=max_result_chars), task=user["content"]
+    )
     return traj
 
 
-def sft_corpus(env: EnvScalerEnv, n_plain: int, n_referenced: int, seed: int = 0, *,
-               success: Mapping[str, float] | None = None, framing: str = DEFAULT_REFERENCE_FRAMING,
-               split: str = "train") -> list[dict[str, Any]]:
+def sft_corpus(
+    env: EnvScalerEnv,
+    n_plain: int,
+    n_referenced: int,
+    seed: int = 0,
+    *,
+    success: Mapping[str, float] | None = None,
+    framing: str = DEFAULT_REFERENCE_FRAMING,
+    split: str = "train",
+) -> list[dict[str, Any]]:
     """Plain noisy-expert trajectories and referenced trajectories over ``split`` tasks, shuffled.
 
     Each item: {kind: "plain" | "referenced", task_id, domain, template, reward, mistake,
@@ -113,8 +132,17 @@ def sft_corpus(env: EnvScalerEnv, n_plain: int, n_referenced: int, seed: int = 0
             traj, kind = noisy_expert(env, tid, rng, success), "plain"
         else:
             traj, kind = referenced_trajectory(env, tid, rng, framing=framing), "referenced"
-        items.append({"kind": kind, "task_id": traj.task_id, "domain": traj.domain, "template": traj.template,
-                      "reward": traj.reward, "mistake": traj.mistake, "reference_task_id": traj.reference_task_id,
-                      "messages": traj.messages})
+        items.append(
+            {
+                "kind": kind,
+                "task_id": traj.task_id,
+                "domain": traj.domain,
+                "template": traj.template,
+                "reward": traj.reward,
+                "mistake": traj.mistake,
+                "reference_task_id": traj.reference_task_id,
+                "messages": traj.messages,
+            }
+        )
     rng.shuffle(items)
     return items

@@ -65,8 +65,14 @@ def env_record(domain: Domain) -> dict[str, Any]:
         "environment_introduction": domain.introduction,
         "state_space_definition": [],
         "constraints_rules": list(domain.rules),
-        "operation_list": [{"operation_name": n, "operation_description": function_schema(getattr(cls, n))["function"]["description"],
-                            "operation_type": domain.operations.get(n, "query")} for n in tool_names(cls)],
+        "operation_list": [
+            {
+                "operation_name": n,
+                "operation_description": function_schema(getattr(cls, n))["function"]["description"],
+                "operation_type": domain.operations.get(n, "query"),
+            }
+            for n in tool_names(cls)
+        ],
         "env_class_name": cls.__name__,
         "env_class_code": code,
         "tools": [function_schema(getattr(cls, n)) for n in tool_names(cls)],
@@ -105,8 +111,11 @@ def generate_world(seed: int, n_train: int, n_eval: int) -> tuple[list[dict[str,
         raise ValueError("n_train and n_eval must be >= 0")
     vocabs = split_vocab(seed, all_vocab())
     domains = list(DOMAINS.values())
-    scenarios = [scenario(domains[i % len(domains)], seed, split, i, vocabs[split])
-                 for split, n in zip(SPLITS, (n_train, n_eval), strict=True) for i in range(n)]
+    scenarios = [
+        scenario(domains[i % len(domains)], seed, split, i, vocabs[split])
+        for split, n in zip(SPLITS, (n_train, n_eval), strict=True)
+        for i in range(n)
+    ]
     return [env_record(d) for d in domains], scenarios
 
 
@@ -124,8 +133,14 @@ def build_world(seed: int, n_train: int, n_eval: int, out_dir: str | os.PathLike
     files = WorldFiles(root, root / "envs.jsonl", root / "scenarios.jsonl", root / "manifest.json")
     _write_jsonl(files.envs, envs)
     _write_jsonl(files.scenarios, scenarios)
-    manifest = {"world_version": WORLD_VERSION, "fingerprint": fingerprint(), "seed": seed,
-                "n_train": n_train, "n_eval": n_eval, "domains": list(DOMAINS)}
+    manifest = {
+        "world_version": WORLD_VERSION,
+        "fingerprint": fingerprint(),
+        "seed": seed,
+        "n_train": n_train,
+        "n_eval": n_eval,
+        "domains": list(DOMAINS),
+    }
     files.manifest.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return files
 
@@ -146,8 +161,12 @@ def cache_root() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "lopd"
 
 
-def cached_world(seed: int = 0, n_train: int = DEFAULT_N_TRAIN, n_eval: int = DEFAULT_N_EVAL,
-                 cache_dir: str | os.PathLike | None = None) -> WorldFiles:
+def cached_world(
+    seed: int = 0,
+    n_train: int = DEFAULT_N_TRAIN,
+    n_eval: int = DEFAULT_N_EVAL,
+    cache_dir: str | os.PathLike | None = None,
+) -> WorldFiles:
     """The world's files under the cache, built on first use (atomically: safe with parallel callers)."""
     root = Path(cache_dir) if cache_dir is not None else cache_root()
     target = root / "micro" / f"v{WORLD_VERSION}-{fingerprint()}-seed{seed}-train{n_train}-eval{n_eval}"

@@ -24,14 +24,68 @@ Call = tuple[str, dict[str, Any]]
 Solver = Callable[[dict[str, Any], "str | None"], Generator[Call, Any, None]]
 
 FIRST_NAMES = (
-    "Ada", "Bo", "Cleo", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun", "Kai", "Lena", "Milo", "Nia",
-    "Omar", "Pia", "Quin", "Rosa", "Sami", "Tess", "Uma", "Vik", "Wren", "Xia", "Yuri", "Zoe", "Arlo",
-    "Bea", "Cyd", "Dora",
+    "Ada",
+    "Bo",
+    "Cleo",
+    "Dev",
+    "Eli",
+    "Fay",
+    "Gus",
+    "Hana",
+    "Ivo",
+    "Jun",
+    "Kai",
+    "Lena",
+    "Milo",
+    "Nia",
+    "Omar",
+    "Pia",
+    "Quin",
+    "Rosa",
+    "Sami",
+    "Tess",
+    "Uma",
+    "Vik",
+    "Wren",
+    "Xia",
+    "Yuri",
+    "Zoe",
+    "Arlo",
+    "Bea",
+    "Cyd",
+    "Dora",
 )
 LAST_NAMES = (
-    "Park", "Chen", "Okafor", "Silva", "Novak", "Haas", "Ibsen", "Jansen", "Kowal", "Lind", "Mori", "Nunez",
-    "Ortiz", "Patel", "Quist", "Rossi", "Sato", "Tran", "Ueda", "Varga", "Weber", "Yilmaz", "Zhou", "Abbas",
-    "Brandt", "Costa", "Dahl", "Eze", "Falk", "Garza",
+    "Park",
+    "Chen",
+    "Okafor",
+    "Silva",
+    "Novak",
+    "Haas",
+    "Ibsen",
+    "Jansen",
+    "Kowal",
+    "Lind",
+    "Mori",
+    "Nunez",
+    "Ortiz",
+    "Patel",
+    "Quist",
+    "Rossi",
+    "Sato",
+    "Tran",
+    "Ueda",
+    "Varga",
+    "Weber",
+    "Yilmaz",
+    "Zhou",
+    "Abbas",
+    "Brandt",
+    "Costa",
+    "Dahl",
+    "Eze",
+    "Falk",
+    "Garza",
 )
 EVAL_FRACTION = 1 / 3
 """Share of every vocabulary that only the eval split may use."""
@@ -59,7 +113,7 @@ class Domain:
     rules: tuple[str, ...]
     vocab: Mapping[str, tuple[str, ...]]
     """Domain entity vocabularies, split per seed into disjoint train and eval parts."""
-    make_task: Callable[[random.Random, "Vocab"], TaskSpec]
+    make_task: Callable[[random.Random, Vocab], TaskSpec]
     solve: Solver
     mistakes: Mapping[str, tuple[str, ...]]
     """Template -> the wrong procedures the noisy expert may follow on it."""
@@ -90,7 +144,9 @@ class Vocab:
 
     def people(self, rng: random.Random, k: int) -> list[str]:
         """k distinct full names; no first or last name repeats within one task."""
-        return [f"{f} {s}" for f, s in zip(self.sample("first", rng, k), self.sample("last", rng, k), strict=True)]
+        return [
+            f"{f} {s}" for f, s in zip(self.sample("first", rng, k), self.sample("last", rng, k), strict=True)
+        ]
 
 
 def split_vocab(seed: int, domain_vocab: Mapping[str, tuple[str, ...]]) -> dict[str, Vocab]:
@@ -120,3 +176,13 @@ def check(item: str, *body: str) -> dict[str, str]:
 def first_data(result: Any) -> dict[str, Any]:
     """The first entry of a successful list result (solvers read ids this way)."""
     return result["data"][0]
+
+
+def rows(table: str, extra: str = "", **equal: Any) -> str:
+    """Source of the list of ``final_state[table]`` rows whose fields equal ``equal`` (and ``extra`` holds).
+
+    >>> rows("orders", customer_id="C1")
+    "[r for r in final_state['orders'].values() if r['customer_id'] == 'C1']"
+    """
+    conds = [f"r[{k!r}] == {v!r}" for k, v in equal.items()] + ([extra] if extra else [])
+    return f"[r for r in final_state[{table!r}].values() if {' and '.join(conds)}]"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from envs.micro.domains.base import Domain, TaskSpec, Vocab, check, first_data, new_ids
+from envs.micro.domains.base import Domain, TaskSpec, Vocab, check, first_data, new_ids, rows
 
 
 class CalendarSystem:
@@ -28,8 +28,11 @@ class CalendarSystem:
         found = []
         for p in self.people.values():
             if p["name"] == name:
-                evs = [{"event_id": e["event_id"], "title": e["title"], "day": e["day"], "slot": e["slot"]}
-                       for e in self.events.values() if p["person_id"] in e["attendees"] and e["status"] == "scheduled"]
+                evs = [
+                    {"event_id": e["event_id"], "title": e["title"], "day": e["day"], "slot": e["slot"]}
+                    for e in self.events.values()
+                    if p["person_id"] in e["attendees"] and e["status"] == "scheduled"
+                ]
                 found.append({"person_id": p["person_id"], "name": p["name"], "events": evs})
         if not found:
             return {"success": False, "error": f"no person named {name}"}
@@ -43,8 +46,14 @@ class CalendarSystem:
             slot: Time slot, e.g. 10:00.
             min_capacity: Number of seats needed.
         """
-        busy = {e["room_id"] for e in self.events.values() if e["day"] == day and e["slot"] == slot and e["status"] == "scheduled"}
-        rooms = [dict(r) for r in self.rooms.values() if r["room_id"] not in busy and r["capacity"] >= min_capacity]
+        busy = {
+            e["room_id"]
+            for e in self.events.values()
+            if e["day"] == day and e["slot"] == slot and e["status"] == "scheduled"
+        }
+        rooms = [
+            dict(r) for r in self.rooms.values() if r["room_id"] not in busy and r["capacity"] >= min_capacity
+        ]
         if not rooms:
             return {"success": False, "error": "no free room"}
         return {"success": True, "data": sorted(rooms, key=lambda r: r["capacity"])}
@@ -61,12 +70,24 @@ class CalendarSystem:
         if room_id not in self.rooms:
             return {"success": False, "error": f"unknown room {room_id}"}
         for e in self.events.values():
-            if e["room_id"] == room_id and e["day"] == day and e["slot"] == slot and e["status"] == "scheduled":
+            if (
+                e["room_id"] == room_id
+                and e["day"] == day
+                and e["slot"] == slot
+                and e["status"] == "scheduled"
+            ):
                 return {"success": False, "error": "room is taken"}
         eid = f"E{self.next_event_no}"
         self.next_event_no += 1
-        self.events[eid] = {"event_id": eid, "title": title, "day": day, "slot": slot, "room_id": room_id,
-                            "attendees": [], "status": "scheduled"}
+        self.events[eid] = {
+            "event_id": eid,
+            "title": title,
+            "day": day,
+            "slot": slot,
+            "room_id": room_id,
+            "attendees": [],
+            "status": "scheduled",
+        }
         return {"success": True, "data": {"event_id": eid}}
 
     def add_attendee(self, event_id: str, person_id: str) -> dict:
@@ -107,10 +128,32 @@ class CalendarSystem:
         return {"success": True, "data": {"event_id": event_id, "sent": True}}
 
 
-TITLES = ("budget review", "design sync", "hiring panel", "sprint demo", "client call", "offsite plan",
-          "code review", "safety drill", "board prep", "launch retro", "vendor pitch", "team lunch",
-          "quarterly sync", "roadmap talk", "data audit", "press briefing", "onboarding", "yoga break",
-          "ux workshop", "ops standup", "tax prep", "book club", "party plan", "security review")
+TITLES = (
+    "budget review",
+    "design sync",
+    "hiring panel",
+    "sprint demo",
+    "client call",
+    "offsite plan",
+    "code review",
+    "safety drill",
+    "board prep",
+    "launch retro",
+    "vendor pitch",
+    "team lunch",
+    "quarterly sync",
+    "roadmap talk",
+    "data audit",
+    "press briefing",
+    "onboarding",
+    "yoga break",
+    "ux workshop",
+    "ops standup",
+    "tax prep",
+    "book club",
+    "party plan",
+    "security review",
+)
 DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")
 SLOTS = ("09:00", "10:00", "11:00", "14:00", "15:00", "16:00")
 
@@ -121,7 +164,9 @@ def make_task(rng: random.Random, v: Vocab) -> TaskSpec:
     pids, rids = new_ids(rng, "U", 3), new_ids(rng, "R", 4)
     people = {p: {"person_id": p, "name": n} for p, n in zip(pids, names, strict=True)}
     caps = sorted(rng.sample(range(2, 21), 4))
-    rooms = {r: {"room_id": r, "name": f"Room {r[1:]}", "capacity": c} for r, c in zip(rids, caps, strict=True)}
+    rooms = {
+        r: {"room_id": r, "name": f"Room {r[1:]}", "capacity": c} for r, c in zip(rids, caps, strict=True)
+    }
     day, slot = rng.choice(DAYS), rng.choice(SLOTS)
     base = rng.randint(100, 900)
     who, pid = names[0], pids[0]
@@ -129,48 +174,102 @@ def make_task(rng: random.Random, v: Vocab) -> TaskSpec:
         need = rng.randint(caps[0] + 1, caps[2])  # the smallest room is always too small
         # the smallest room that would fit is taken at that time by someone else's event
         fit = min(r for r in rids if rooms[r]["capacity"] >= need)
-        events = {f"E{base - 1}": {"event_id": f"E{base - 1}", "title": titles[1], "day": day, "slot": slot,
-                                   "room_id": fit, "attendees": [pids[1]], "status": "scheduled"}}
+        events = {
+            f"E{base - 1}": {
+                "event_id": f"E{base - 1}",
+                "title": titles[1],
+                "day": day,
+                "slot": slot,
+                "room_id": fit,
+                "attendees": [pids[1]],
+                "status": "scheduled",
+            }
+        }
         cfg = {"people": people, "rooms": rooms, "events": events, "reminders": [], "next_event_no": base}
         title = titles[0]
-        mine = f'[e for e in final_state["events"].values() if e["title"] == {title!r} and e["day"] == {day!r} and e["slot"] == {slot!r} and e["status"] == "scheduled"]'
+        mine = rows("events", title=title, day=day, slot=slot, status="scheduled")
         caps_map = {r: rooms[r]["capacity"] for r in rids}
-        checks = [check(f"'{title}' is scheduled on {day} at {slot}", f"return len({mine}) > 0"),
-                  check(f"Its room seats {need}", f"return any({caps_map!r}.get(e['room_id'], 0) >= {need} for e in {mine})"),
-                  check("Its room is not double-booked",
-                        f"return len({mine}) > 0 and all(e['room_id'] != {fit!r} for e in {mine})"),
-                  check(f"{who} is invited", f"return any({pid!r} in e['attendees'] for e in {mine})")]
-        text = rng.choice(["Book a room for '{t}' on {d} at {s} for {n} people and invite {w}.",
-                           "Set up '{t}' ({n} seats) on {d} at {s}; {w} must attend."])
-        return TaskSpec("schedule", text.format(t=title, d=day, s=slot, n=need, w=who), cfg, checks,
-                        {"person": who, "title": title, "day": day, "slot": slot, "seats": need})
+        checks = [
+            check(f"'{title}' is scheduled on {day} at {slot}", f"return len({mine}) > 0"),
+            check(
+                f"Its room seats {need}",
+                f"return any({caps_map!r}.get(e['room_id'], 0) >= {need} for e in {mine})",
+            ),
+            check(
+                "Its room is not double-booked",
+                f"return len({mine}) > 0 and all(e['room_id'] != {fit!r} for e in {mine})",
+            ),
+            check(f"{who} is invited", f"return any({pid!r} in e['attendees'] for e in {mine})"),
+        ]
+        text = rng.choice(
+            [
+                "Book a room for '{t}' on {d} at {s} for {n} people and invite {w}.",
+                "Set up '{t}' ({n} seats) on {d} at {s}; {w} must attend.",
+            ]
+        )
+        return TaskSpec(
+            "schedule",
+            text.format(t=title, d=day, s=slot, n=need, w=who),
+            cfg,
+            checks,
+            {"person": who, "title": title, "day": day, "slot": slot, "seats": need},
+        )
     # cancel: the person has the same meeting title on two days; only one is cancelled
     other_day = rng.choice([d for d in DAYS if d != day])
     ids = [f"E{base - 2}", f"E{base - 1}"]
-    events = {e: {"event_id": e, "title": titles[0], "day": d, "slot": slot, "room_id": rids[3],
-                  "attendees": [pid, pids[1]], "status": "scheduled"} for e, d in zip(ids, (day, other_day), strict=True)}
+    events = {
+        e: {
+            "event_id": e,
+            "title": titles[0],
+            "day": d,
+            "slot": slot,
+            "room_id": rids[3],
+            "attendees": [pid, pids[1]],
+            "status": "scheduled",
+        }
+        for e, d in zip(ids, (day, other_day), strict=True)
+    }
     cfg = {"people": people, "rooms": rooms, "events": events, "reminders": [], "next_event_no": base}
-    checks = [check(f"'{titles[0]}' on {day} is cancelled", f"return final_state['events'][{ids[0]!r}]['status'] == 'cancelled'"),
-              check(f"'{titles[0]}' on {other_day} still takes place",
-                    f"return final_state['events'][{ids[0]!r}]['status'] == 'cancelled' and "
-                    f"final_state['events'][{ids[1]!r}]['status'] == 'scheduled'")]
+    checks = [
+        check(
+            f"'{titles[0]}' on {day} is cancelled",
+            f"return final_state['events'][{ids[0]!r}]['status'] == 'cancelled'",
+        ),
+        check(
+            f"'{titles[0]}' on {other_day} still takes place",
+            f"return final_state['events'][{ids[0]!r}]['status'] == 'cancelled' and "
+            f"final_state['events'][{ids[1]!r}]['status'] == 'scheduled'",
+        ),
+    ]
     text = rng.choice(["Cancel {w}'s '{t}' on {d}.", "{w} says the '{t}' meeting on {d} is off; cancel it."])
-    return TaskSpec("cancel", text.format(w=who, t=titles[0], d=day), cfg, checks,
-                    {"person": who, "title": titles[0], "day": day})
+    return TaskSpec(
+        "cancel",
+        text.format(w=who, t=titles[0], d=day),
+        cfg,
+        checks,
+        {"person": who, "title": titles[0], "day": day},
+    )
 
 
 def solve(p: dict[str, Any], mistake: str | None = None):
     r = yield "find_person", {"name": p["person"]}
     person = first_data(r)
     if "seats" not in p:  # cancel
-        ev = next(e for e in person["events"] if e["title"] == p["title"] and (e["day"] == p["day"]) != (mistake == "wrong_day"))
+        ev = next(
+            e
+            for e in person["events"]
+            if e["title"] == p["title"] and (e["day"] == p["day"]) != (mistake == "wrong_day")
+        )
         yield "cancel_event", {"event_id": ev["event_id"]}
         return
     seats = 1 if mistake == "small_room" else p["seats"]
     r = yield "find_free_room", {"day": p["day"], "slot": p["slot"], "min_capacity": seats}
     if mistake == "stop_early":
         return
-    r = yield "create_event", {"title": p["title"], "day": p["day"], "slot": p["slot"], "room_id": r["data"][0]["room_id"]}
+    r = yield (
+        "create_event",
+        {"title": p["title"], "day": p["day"], "slot": p["slot"], "room_id": r["data"][0]["room_id"]},
+    )
     eid = r["data"]["event_id"]
     if mistake == "reminder_instead":
         yield "send_reminder", {"event_id": eid}
@@ -179,14 +278,24 @@ def solve(p: dict[str, Any], mistake: str | None = None):
 
 
 DOMAIN = Domain(
-    name="calendar", env_class=CalendarSystem, make_task=make_task, solve=solve,
+    name="calendar",
+    env_class=CalendarSystem,
+    make_task=make_task,
+    solve=solve,
     summary="A team calendar with people, rooms and events.",
     introduction="This environment is a team calendar. It keeps people, meeting rooms with their number of "
-                 "seats, and events held in rooms at a weekday and time slot.",
+    "seats, and events held in rooms at a weekday and time slot.",
     rules=("A room holds one event per day and slot.", "Only scheduled events can be cancelled."),
     vocab={"event": TITLES},
     mistakes={"schedule": ("small_room", "reminder_instead", "stop_early"), "cancel": ("wrong_day",)},
-    distractors=("send_reminder",), expert_success=0.2,
-    operations={"find_person": "query", "find_free_room": "query", "create_event": "state_change",
-                "add_attendee": "state_change", "cancel_event": "state_change", "send_reminder": "state_change"},
+    distractors=("send_reminder",),
+    expert_success=0.2,
+    operations={
+        "find_person": "query",
+        "find_free_room": "query",
+        "create_event": "state_change",
+        "add_attendee": "state_change",
+        "cancel_event": "state_change",
+        "send_reminder": "state_change",
+    },
 )

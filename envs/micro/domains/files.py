@@ -36,7 +36,11 @@ class FileSystem:
         """
         if folder_id not in self.folders:
             return {"success": False, "error": f"unknown folder {folder_id}"}
-        rows = [{"file_id": f["file_id"], "name": f["name"]} for f in self.files.values() if f["folder_id"] == folder_id]
+        rows = [
+            {"file_id": f["file_id"], "name": f["name"]}
+            for f in self.files.values()
+            if f["folder_id"] == folder_id
+        ]
         return {"success": True, "data": rows}
 
     def move_file(self, file_id: str, folder_id: str) -> dict:
@@ -78,7 +82,12 @@ class FileSystem:
             return {"success": False, "error": f"unknown file {file_id}"}
         nid = f"F{self.next_file_no}"
         self.next_file_no += 1
-        self.files[nid] = {"file_id": nid, "name": f["name"] + ".zip", "folder_id": f["folder_id"], "shared_with": []}
+        self.files[nid] = {
+            "file_id": nid,
+            "name": f["name"] + ".zip",
+            "folder_id": f["folder_id"],
+            "shared_with": [],
+        }
         return {"success": True, "data": {"file_id": nid}}
 
     def get_disk_usage(self) -> dict:
@@ -86,12 +95,58 @@ class FileSystem:
         return {"success": True, "data": {"files": len(self.files), "folders": len(self.folders)}}
 
 
-FOLDERS = ("reports", "invoices", "drafts", "photos", "archive", "contracts", "slides", "research",
-           "taxes", "designs", "minutes", "scans", "budgets", "legal", "media", "recipes", "journeys", "music")
-FILES = ("plan.docx", "q3.xlsx", "logo.png", "notes.txt", "deck.pptx", "memo.pdf", "map.pdf", "budget.csv",
-         "photo.jpg", "draft.md", "intro.mp4", "list.txt", "terms.pdf", "chart.png", "index.html", "song.mp3",
-         "data.json", "report.pdf", "scan.tiff", "agenda.docx", "faq.md", "poster.png", "form.pdf", "log.txt",
-         "brief.docx", "table.csv", "sketch.svg", "quote.pdf", "menu.pdf", "cv.pdf")
+FOLDERS = (
+    "reports",
+    "invoices",
+    "drafts",
+    "photos",
+    "archive",
+    "contracts",
+    "slides",
+    "research",
+    "taxes",
+    "designs",
+    "minutes",
+    "scans",
+    "budgets",
+    "legal",
+    "media",
+    "recipes",
+    "journeys",
+    "music",
+)
+FILES = (
+    "plan.docx",
+    "q3.xlsx",
+    "logo.png",
+    "notes.txt",
+    "deck.pptx",
+    "memo.pdf",
+    "map.pdf",
+    "budget.csv",
+    "photo.jpg",
+    "draft.md",
+    "intro.mp4",
+    "list.txt",
+    "terms.pdf",
+    "chart.png",
+    "index.html",
+    "song.mp3",
+    "data.json",
+    "report.pdf",
+    "scan.tiff",
+    "agenda.docx",
+    "faq.md",
+    "poster.png",
+    "form.pdf",
+    "log.txt",
+    "brief.docx",
+    "table.csv",
+    "sketch.svg",
+    "quote.pdf",
+    "menu.pdf",
+    "cv.pdf",
+)
 DOMAINS = ("example.com", "mail.org", "corp.net")
 
 
@@ -103,25 +158,61 @@ def make_task(rng: random.Random, v: Vocab) -> TaskSpec:
     src, dst = fids[0], fids[1]
     target = files[0]
     # the target name also exists in the destination folder: only the listing of the source tells them apart
-    layout = [(target, src), (files[1], src), (files[2], src), (target, dst), (files[3], dst), (files[1], fids[2])]
-    fs = {i: {"file_id": i, "name": n, "folder_id": f, "shared_with": []} for i, (n, f) in zip(ids, layout, strict=True)}
+    layout = [
+        (target, src),
+        (files[1], src),
+        (files[2], src),
+        (target, dst),
+        (files[3], dst),
+        (files[1], fids[2]),
+    ]
+    fs = {
+        i: {"file_id": i, "name": n, "folder_id": f, "shared_with": []}
+        for i, (n, f) in zip(ids, layout, strict=True)
+    }
     cfg = {"folders": folders, "files": fs, "next_file_no": rng.randint(100, 900)}
     person = v.people(rng, 1)[0]
     email = f"{person.split()[0].lower()}.{person.split()[1].lower()}@{rng.choice(DOMAINS)}"
     tid, twin = ids[0], ids[3]
     shared = f"{email!r} in final_state['files'][{tid!r}]['shared_with']"
     if rng.random() < 0.6:
-        checks = [check(f"{target} from '{fnames[0]}' is now in '{fnames[1]}'", f"return final_state['files'][{tid!r}]['folder_id'] == {dst!r}"),
-                  check(f"It is shared with {email}", f"return {shared}")]
-        text = rng.choice(["Move '{f}' from the '{s}' folder to '{d}' and share it with {e}.",
-                           "Put the '{s}' copy of '{f}' into '{d}', then give {e} access to it."])
-        return TaskSpec("move_share", text.format(f=target, s=fnames[0], d=fnames[1], e=email), cfg, checks,
-                        {"file": target, "source": fnames[0], "dest": fnames[1], "email": email})
-    checks = [check(f"{target} in '{fnames[0]}' is shared with {email}", f"return {shared}"),
-              check(f"Only that copy is shared", f"return {shared} and final_state['files'][{twin!r}]['shared_with'] == []")]
-    text = rng.choice(["Share '{f}' in the '{s}' folder with {e}.", "Give {e} access to the file '{f}' that sits in '{s}'."])
-    return TaskSpec("share", text.format(f=target, s=fnames[0], e=email), cfg, checks,
-                    {"file": target, "source": fnames[0], "other": fnames[1], "email": email})
+        checks = [
+            check(
+                f"{target} from '{fnames[0]}' is now in '{fnames[1]}'",
+                f"return final_state['files'][{tid!r}]['folder_id'] == {dst!r}",
+            ),
+            check(f"It is shared with {email}", f"return {shared}"),
+        ]
+        text = rng.choice(
+            [
+                "Move '{f}' from the '{s}' folder to '{d}' and share it with {e}.",
+                "Put the '{s}' copy of '{f}' into '{d}', then give {e} access to it.",
+            ]
+        )
+        return TaskSpec(
+            "move_share",
+            text.format(f=target, s=fnames[0], d=fnames[1], e=email),
+            cfg,
+            checks,
+            {"file": target, "source": fnames[0], "dest": fnames[1], "email": email},
+        )
+    checks = [
+        check(f"{target} in '{fnames[0]}' is shared with {email}", f"return {shared}"),
+        check(
+            "Only that copy is shared",
+            f"return {shared} and final_state['files'][{twin!r}]['shared_with'] == []",
+        ),
+    ]
+    text = rng.choice(
+        ["Share '{f}' in the '{s}' folder with {e}.", "Give {e} access to the file '{f}' that sits in '{s}'."]
+    )
+    return TaskSpec(
+        "share",
+        text.format(f=target, s=fnames[0], e=email),
+        cfg,
+        checks,
+        {"file": target, "source": fnames[0], "other": fnames[1], "email": email},
+    )
 
 
 def solve(p: dict[str, Any], mistake: str | None = None):
@@ -141,14 +232,27 @@ def solve(p: dict[str, Any], mistake: str | None = None):
 
 
 DOMAIN = Domain(
-    name="files", env_class=FileSystem, make_task=make_task, solve=solve,
+    name="files",
+    env_class=FileSystem,
+    make_task=make_task,
+    solve=solve,
     summary="A shared drive with folders, files and sharing.",
     introduction="This environment is a shared drive. It keeps folders and the files in them, and who each "
-                 "file is shared with.",
-    rules=("File names are unique within a folder, not across folders.", "Sharing needs a valid email address."),
+    "file is shared with.",
+    rules=(
+        "File names are unique within a folder, not across folders.",
+        "Sharing needs a valid email address.",
+    ),
     vocab={"folder": FOLDERS, "file": FILES},
     mistakes={"move_share": ("skip_share", "share_only", "compress_instead"), "share": ("wrong_folder",)},
-    distractors=("compress_file", "get_disk_usage"), expert_success=0.1,
-    operations={"find_folder": "query", "list_folder": "query", "move_file": "state_change",
-                "share_file": "state_change", "compress_file": "state_change", "get_disk_usage": "query"},
+    distractors=("compress_file", "get_disk_usage"),
+    expert_success=0.1,
+    operations={
+        "find_folder": "query",
+        "list_folder": "query",
+        "move_file": "state_change",
+        "share_file": "state_change",
+        "compress_file": "state_change",
+        "get_disk_usage": "query",
+    },
 )

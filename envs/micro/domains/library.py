@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from envs.micro.domains.base import Domain, TaskSpec, Vocab, check, first_data, new_ids
+from envs.micro.domains.base import Domain, TaskSpec, Vocab, check, first_data, new_ids, rows
 
 
 class LibrarySystem:
@@ -39,8 +39,11 @@ class LibrarySystem:
         """
         if member_id not in self.members:
             return {"success": False, "error": f"unknown member {member_id}"}
-        rows = [{"loan_id": l["loan_id"], "book_id": l["book_id"], "title": self.books[l["book_id"]]["title"]}
-                for l in self.loans.values() if l["member_id"] == member_id and l["status"] == "active"]
+        rows = [
+            {"loan_id": ln["loan_id"], "book_id": ln["book_id"], "title": self.books[ln["book_id"]]["title"]}
+            for ln in self.loans.values()
+            if ln["member_id"] == member_id and ln["status"] == "active"
+        ]
         return {"success": True, "data": rows}
 
     def return_book(self, loan_id: str) -> dict:
@@ -49,11 +52,11 @@ class LibrarySystem:
         Args:
             loan_id: The loan's id.
         """
-        l = self.loans.get(loan_id)
-        if l is None or l["status"] != "active":
+        loan = self.loans.get(loan_id)
+        if loan is None or loan["status"] != "active":
             return {"success": False, "error": f"no active loan {loan_id}"}
-        l["status"] = "returned"
-        self.books[l["book_id"]]["copies_available"] += 1
+        loan["status"] = "returned"
+        self.books[loan["book_id"]]["copies_available"] += 1
         return {"success": True, "data": {"loan_id": loan_id, "status": "returned"}}
 
     def search_catalog(self, title: str) -> dict:
@@ -76,7 +79,9 @@ class LibrarySystem:
         """
         if member_id not in self.members or book_id not in self.books:
             return {"success": False, "error": "unknown member or book"}
-        active = [l for l in self.loans.values() if l["member_id"] == member_id and l["status"] == "active"]
+        active = [
+            ln for ln in self.loans.values() if ln["member_id"] == member_id and ln["status"] == "active"
+        ]
         if len(active) >= self.max_loans:
             return {"success": False, "error": "loan limit reached"}
         if self.books[book_id]["copies_available"] < 1:
@@ -100,11 +105,38 @@ class LibrarySystem:
         return {"success": True, "data": {"member_id": member_id, "book_id": book_id, "status": "on hold"}}
 
 
-TITLES = ("River Song", "Glass Harbor", "The Quiet Fox", "Salt and Iron", "Night Orchard", "Paper Moons",
-          "The Last Ferry", "Cold Lanterns", "Amber Roads", "Winter Atlas", "The Clockmaker", "Blue Hollow",
-          "Stone Garden", "Silver Tide", "The Long Table", "Hidden Bells", "Copper Sky", "Small Hours",
-          "Wild Thyme", "The North Gate", "Falling Maps", "Open Water", "Red Meridian", "The Lantern Keeper",
-          "Echo Valley", "Iron Bloom", "Quiet Engines", "Sea of Reeds", "The Tin Crown", "Velvet Storm")
+TITLES = (
+    "River Song",
+    "Glass Harbor",
+    "The Quiet Fox",
+    "Salt and Iron",
+    "Night Orchard",
+    "Paper Moons",
+    "The Last Ferry",
+    "Cold Lanterns",
+    "Amber Roads",
+    "Winter Atlas",
+    "The Clockmaker",
+    "Blue Hollow",
+    "Stone Garden",
+    "Silver Tide",
+    "The Long Table",
+    "Hidden Bells",
+    "Copper Sky",
+    "Small Hours",
+    "Wild Thyme",
+    "The North Gate",
+    "Falling Maps",
+    "Open Water",
+    "Red Meridian",
+    "The Lantern Keeper",
+    "Echo Valley",
+    "Iron Bloom",
+    "Quiet Engines",
+    "Sea of Reeds",
+    "The Tin Crown",
+    "Velvet Storm",
+)
 
 
 def make_task(rng: random.Random, v: Vocab) -> TaskSpec:
@@ -112,30 +144,72 @@ def make_task(rng: random.Random, v: Vocab) -> TaskSpec:
     titles = v.sample("title", rng, 5)
     mids, bids = new_ids(rng, "M", 3), new_ids(rng, "B", 5)
     members = {m: {"member_id": m, "name": n} for m, n in zip(mids, names, strict=True)}
-    books = {b: {"book_id": b, "title": t, "copies_available": rng.randint(1, 3)} for b, t in zip(bids, titles, strict=True)}
+    books = {
+        b: {"book_id": b, "title": t, "copies_available": rng.randint(1, 3)}
+        for b, t in zip(bids, titles, strict=True)
+    }
     base = rng.randint(100, 900)
     who, mid, want = names[0], mids[0], bids[1]
-    loans = {f"L{base - 1}": {"loan_id": f"L{base - 1}", "member_id": mids[1], "book_id": bids[2], "status": "active"}}
+    loans = {
+        f"L{base - 1}": {
+            "loan_id": f"L{base - 1}",
+            "member_id": mids[1],
+            "book_id": bids[2],
+            "status": "active",
+        }
+    }
     swap = rng.random() < 0.6
     if swap:
-        loans[f"L{base - 2}"] = {"loan_id": f"L{base - 2}", "member_id": mid, "book_id": bids[0], "status": "active"}
-    cfg = {"members": members, "books": books, "loans": loans, "holds": [], "next_loan_no": base, "max_loans": 1}
-    new = f'[l for l in final_state["loans"].values() if l["member_id"] == {mid!r} and l["book_id"] == {want!r} and l["status"] == "active"]'
-    borrow = [check(f"{who} has '{titles[1]}' on loan", f"return len({new}) > 0"),
-              check(f"One copy of '{titles[1]}' left the shelf",
-                    f"return final_state['books'][{want!r}]['copies_available'] == {books[want]['copies_available'] - 1}")]
+        loans[f"L{base - 2}"] = {
+            "loan_id": f"L{base - 2}",
+            "member_id": mid,
+            "book_id": bids[0],
+            "status": "active",
+        }
+    cfg = {
+        "members": members,
+        "books": books,
+        "loans": loans,
+        "holds": [],
+        "next_loan_no": base,
+        "max_loans": 1,
+    }
+    new = rows("loans", member_id=mid, book_id=want, status="active")
+    left, back = books[want]["copies_available"] - 1, books[bids[0]]["copies_available"] + 1
+    borrow = [
+        check(f"{who} has '{titles[1]}' on loan", f"return len({new}) > 0"),
+        check(
+            f"One copy of '{titles[1]}' left the shelf",
+            f"return final_state['books'][{want!r}]['copies_available'] == {left}",
+        ),
+    ]
     if not swap:
         text = rng.choice(["{m} wants to borrow '{t}'.", "Check out '{t}' for library member {m}."])
-        return TaskSpec("borrow", text.format(m=who, t=titles[1]), cfg, borrow, {"member": who, "borrow": titles[1]})
+        return TaskSpec(
+            "borrow", text.format(m=who, t=titles[1]), cfg, borrow, {"member": who, "borrow": titles[1]}
+        )
     old = f"L{base - 2}"
-    text = rng.choice(["{m} is returning '{r}' and wants to borrow '{t}'.",
-                       "Member {m} brings back '{r}'; lend them '{t}' instead."])
-    checks = [check(f"'{titles[0]}' was returned", f"return final_state['loans'][{old!r}]['status'] == 'returned'"),
-              check(f"'{titles[0]}' is back on the shelf",
-                    f"return final_state['books'][{bids[0]!r}]['copies_available'] == {books[bids[0]]['copies_available'] + 1}"),
-              *borrow]
-    return TaskSpec("swap", text.format(m=who, r=titles[0], t=titles[1]), cfg, checks,
-                    {"member": who, "return": titles[0], "borrow": titles[1]})
+    text = rng.choice(
+        [
+            "{m} is returning '{r}' and wants to borrow '{t}'.",
+            "Member {m} brings back '{r}'; lend them '{t}' instead.",
+        ]
+    )
+    checks = [
+        check(f"'{titles[0]}' was returned", f"return final_state['loans'][{old!r}]['status'] == 'returned'"),
+        check(
+            f"'{titles[0]}' is back on the shelf",
+            f"return final_state['books'][{bids[0]!r}]['copies_available'] == {back}",
+        ),
+        *borrow,
+    ]
+    return TaskSpec(
+        "swap",
+        text.format(m=who, r=titles[0], t=titles[1]),
+        cfg,
+        checks,
+        {"member": who, "return": titles[0], "borrow": titles[1]},
+    )
 
 
 def solve(p: dict[str, Any], mistake: str | None = None):
@@ -154,14 +228,27 @@ def solve(p: dict[str, Any], mistake: str | None = None):
 
 
 DOMAIN = Domain(
-    name="library", env_class=LibrarySystem, make_task=make_task, solve=solve,
+    name="library",
+    env_class=LibrarySystem,
+    make_task=make_task,
+    solve=solve,
     summary="A lending library with members, books and loans.",
     introduction="This environment is a lending library. It keeps members, the catalogue with the number "
-                 "of copies on the shelf, and loans.",
+    "of copies on the shelf, and loans.",
     rules=("A book can be lent only while a copy is on the shelf.", "Members borrow under a loan limit."),
     vocab={"title": TITLES},
-    mistakes={"swap": ("checkout_first", "hold_instead", "stop_early"), "borrow": ("hold_instead", "stop_early")},
-    distractors=("place_hold",), expert_success=0.1,
-    operations={"find_member": "query", "list_loans": "query", "return_book": "state_change",
-                "search_catalog": "query", "checkout_book": "state_change", "place_hold": "state_change"},
+    mistakes={
+        "swap": ("checkout_first", "hold_instead", "stop_early"),
+        "borrow": ("hold_instead", "stop_early"),
+    },
+    distractors=("place_hold",),
+    expert_success=0.1,
+    operations={
+        "find_member": "query",
+        "list_loans": "query",
+        "return_book": "state_change",
+        "search_catalog": "query",
+        "checkout_book": "state_change",
+        "place_hold": "state_change",
+    },
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from envs.micro.domains.base import Domain, TaskSpec, Vocab, check, first_data, new_ids
+from envs.micro.domains.base import Domain, TaskSpec, Vocab, check, first_data, new_ids, rows
 
 
 class ShopSystem:
@@ -27,8 +27,15 @@ class ShopSystem:
         found = []
         for c in self.customers.values():
             if c["name"] == name:
-                orders = [{"order_id": o["order_id"], "product": self.products[o["product_id"]]["name"],
-                           "status": o["status"]} for o in self.orders.values() if o["customer_id"] == c["customer_id"]]
+                orders = [
+                    {
+                        "order_id": o["order_id"],
+                        "product": self.products[o["product_id"]]["name"],
+                        "status": o["status"],
+                    }
+                    for o in self.orders.values()
+                    if o["customer_id"] == c["customer_id"]
+                ]
                 found.append({"customer_id": c["customer_id"], "name": c["name"], "orders": orders})
         if not found:
             return {"success": False, "error": f"no customer named {name}"}
@@ -61,8 +68,13 @@ class ShopSystem:
             return {"success": False, "error": "invalid quantity"}
         oid = f"O{self.next_order_no}"
         self.next_order_no += 1
-        self.orders[oid] = {"order_id": oid, "customer_id": customer_id, "product_id": product_id,
-                            "quantity": quantity, "status": "draft"}
+        self.orders[oid] = {
+            "order_id": oid,
+            "customer_id": customer_id,
+            "product_id": product_id,
+            "quantity": quantity,
+            "status": "draft",
+        }
         return {"success": True, "data": {"order_id": oid, "status": "draft"}}
 
     def confirm_order(self, order_id: str) -> dict:
@@ -104,17 +116,49 @@ class ShopSystem:
                 oid = f"O{self.next_order_no}"
                 self.next_order_no += 1
                 p["stock"] -= quantity
-                self.orders[oid] = {"order_id": oid, "customer_id": "GUEST", "product_id": p["product_id"],
-                                    "quantity": quantity, "status": "confirmed"}
+                self.orders[oid] = {
+                    "order_id": oid,
+                    "customer_id": "GUEST",
+                    "product_id": p["product_id"],
+                    "quantity": quantity,
+                    "status": "confirmed",
+                }
                 return {"success": True, "data": {"order_id": oid, "status": "confirmed"}}
         return {"success": False, "error": "cannot buy that"}
 
 
-PRODUCTS = ("oak desk", "desk lamp", "wool scarf", "steel kettle", "tea set", "yoga mat", "road bike",
-            "bike helmet", "rain jacket", "trail shoes", "phone case", "usb cable", "coffee grinder",
-            "linen shirt", "garden hose", "paint brush", "camp stove", "sleeping bag", "book stand",
-            "wall clock", "table fan", "ice tray", "wine rack", "bath towel", "chess set", "kite",
-            "water bottle", "hand mixer", "rug", "pillow")
+PRODUCTS = (
+    "oak desk",
+    "desk lamp",
+    "wool scarf",
+    "steel kettle",
+    "tea set",
+    "yoga mat",
+    "road bike",
+    "bike helmet",
+    "rain jacket",
+    "trail shoes",
+    "phone case",
+    "usb cable",
+    "coffee grinder",
+    "linen shirt",
+    "garden hose",
+    "paint brush",
+    "camp stove",
+    "sleeping bag",
+    "book stand",
+    "wall clock",
+    "table fan",
+    "ice tray",
+    "wine rack",
+    "bath towel",
+    "chess set",
+    "kite",
+    "water bottle",
+    "hand mixer",
+    "rug",
+    "pillow",
+)
 
 
 def make_task(rng: random.Random, v: Vocab) -> TaskSpec:
@@ -122,37 +166,69 @@ def make_task(rng: random.Random, v: Vocab) -> TaskSpec:
     prods = v.sample("product", rng, 5)
     cids, pids = new_ids(rng, "C", 4), new_ids(rng, "P", 5)
     customers = {c: {"customer_id": c, "name": n} for c, n in zip(cids, names, strict=True)}
-    products = {p: {"product_id": p, "name": n, "price": rng.randint(5, 300), "stock": rng.randint(5, 20)}
-                for p, n in zip(pids, prods, strict=True)}
+    products = {
+        p: {"product_id": p, "name": n, "price": rng.randint(5, 300), "stock": rng.randint(5, 20)}
+        for p, n in zip(pids, prods, strict=True)
+    }
     who, cid = names[0], cids[0]
     base = rng.randint(100, 900)
     if rng.random() < 0.6:
         qty = rng.randint(1, 4)
         pid = pids[0]
         cfg = {"customers": customers, "products": products, "orders": {}, "next_order_no": base}
-        text = rng.choice(["Place an order of {q} x {p} for customer {c}.", "{c} wants to buy {q} {p}. Order it for them."])
+        text = rng.choice(
+            ["Place an order of {q} x {p} for customer {c}.", "{c} wants to buy {q} {p}. Order it for them."]
+        )
         stock = products[pid]["stock"]
-        mine = f'[o for o in final_state["orders"].values() if o["customer_id"] == {cid!r} and o["product_id"] == {pid!r}]'
-        checks = [check(f"{who} has an order of {prods[0]}", f"return len({mine}) > 0"),
-                  check(f"The order is for {qty} items", f"return any(o['quantity'] == {qty} for o in {mine})"),
-                  check("The order is confirmed", f"return any(o['status'] == 'confirmed' for o in {mine})"),
-                  check(f"{qty} {prods[0]} left the stock", f"return final_state['products'][{pid!r}]['stock'] == {stock - qty}")]
-        return TaskSpec("order", text.format(q=qty, p=prods[0], c=who), cfg, checks,
-                        {"customer": who, "product": prods[0], "quantity": qty})
+        mine = rows("orders", customer_id=cid, product_id=pid)
+        checks = [
+            check(f"{who} has an order of {prods[0]}", f"return len({mine}) > 0"),
+            check(f"The order is for {qty} items", f"return any(o['quantity'] == {qty} for o in {mine})"),
+            check("The order is confirmed", f"return any(o['status'] == 'confirmed' for o in {mine})"),
+            check(
+                f"{qty} {prods[0]} left the stock",
+                f"return final_state['products'][{pid!r}]['stock'] == {stock - qty}",
+            ),
+        ]
+        return TaskSpec(
+            "order",
+            text.format(q=qty, p=prods[0], c=who),
+            cfg,
+            checks,
+            {"customer": who, "product": prods[0], "quantity": qty},
+        )
     # cancel: the customer has two confirmed orders; one must be cancelled
     oids = [f"O{base - 2}", f"O{base - 1}"]
-    orders = {o: {"order_id": o, "customer_id": cid, "product_id": p, "quantity": rng.randint(1, 3), "status": "confirmed"}
-              for o, p in zip(oids, pids[:2], strict=True)}
+    orders = {
+        o: {
+            "order_id": o,
+            "customer_id": cid,
+            "product_id": p,
+            "quantity": rng.randint(1, 3),
+            "status": "confirmed",
+        }
+        for o, p in zip(oids, pids[:2], strict=True)
+    }
     cfg = {"customers": customers, "products": products, "orders": orders, "next_order_no": base}
     target, keep = oids[0], oids[1]
     stock = products[pids[0]]["stock"] + orders[target]["quantity"]
-    text = rng.choice(["Cancel {c}'s order of {p}.", "{c} no longer wants the {p} they ordered; cancel that order."])
-    checks = [check(f"{who}'s {prods[0]} order is cancelled",
-                    f"return final_state['orders'][{target!r}]['status'] == 'cancelled'"),
-              check(f"Only that order was cancelled and its items are back in stock",
-                    f"return final_state['orders'][{keep!r}]['status'] == 'confirmed' and "
-                    f"final_state['products'][{pids[0]!r}]['stock'] == {stock}")]
-    return TaskSpec("cancel", text.format(c=who, p=prods[0]), cfg, checks, {"customer": who, "product": prods[0]})
+    text = rng.choice(
+        ["Cancel {c}'s order of {p}.", "{c} no longer wants the {p} they ordered; cancel that order."]
+    )
+    checks = [
+        check(
+            f"{who}'s {prods[0]} order is cancelled",
+            f"return final_state['orders'][{target!r}]['status'] == 'cancelled'",
+        ),
+        check(
+            "Only that order was cancelled and its items are back in stock",
+            f"return final_state['orders'][{keep!r}]['status'] == 'confirmed' and "
+            f"final_state['products'][{pids[0]!r}]['stock'] == {stock}",
+        ),
+    ]
+    return TaskSpec(
+        "cancel", text.format(c=who, p=prods[0]), cfg, checks, {"customer": who, "product": prods[0]}
+    )
 
 
 def solve(p: dict[str, Any], mistake: str | None = None):
@@ -171,22 +247,34 @@ def solve(p: dict[str, Any], mistake: str | None = None):
     prod = next(x for x in r["data"] if x["name"] == p["product"])
     if mistake == "stop_early":
         return
-    r = yield "create_order", {"customer_id": cust["customer_id"], "product_id": prod["product_id"],
-                               "quantity": p["quantity"]}
+    r = yield (
+        "create_order",
+        {"customer_id": cust["customer_id"], "product_id": prod["product_id"], "quantity": p["quantity"]},
+    )
     if mistake == "skip_confirm":
         return
     yield "confirm_order", {"order_id": r["data"]["order_id"]}
 
 
 DOMAIN = Domain(
-    name="shop", env_class=ShopSystem, make_task=make_task, solve=solve,
+    name="shop",
+    env_class=ShopSystem,
+    make_task=make_task,
+    solve=solve,
     summary="An online shop with customers, products and orders.",
     introduction="This environment is an online shop. It keeps customers, a product catalogue with stock "
-                 "levels, and orders placed for customers.",
+    "levels, and orders placed for customers.",
     rules=("Every order belongs to a registered customer.", "An order cannot exceed the product's stock."),
     vocab={"product": PRODUCTS},
     mistakes={"order": ("skip_confirm", "quick_buy", "stop_early"), "cancel": ("wrong_order", "stop_early")},
-    distractors=("quick_buy",), expert_success=0.2,
-    operations={"find_customer": "query", "search_products": "query", "create_order": "state_change",
-                "confirm_order": "state_change", "cancel_order": "state_change", "quick_buy": "state_change"},
+    distractors=("quick_buy",),
+    expert_success=0.2,
+    operations={
+        "find_customer": "query",
+        "search_products": "query",
+        "create_order": "state_change",
+        "confirm_order": "state_change",
+        "cancel_order": "state_change",
+        "quick_buy": "state_change",
+    },
 )

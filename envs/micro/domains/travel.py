@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from envs.micro.domains.base import Domain, TaskSpec, Vocab, check, first_data, new_ids
+from envs.micro.domains.base import Domain, TaskSpec, Vocab, check, first_data, new_ids, rows
 
 
 class TravelSystem:
@@ -31,8 +31,14 @@ class TravelSystem:
                 for b in self.bookings.values():
                     if b["traveler_id"] == t["traveler_id"] and b["status"] != "cancelled":
                         f = self.flights[b["flight_id"]]
-                        bks.append({"booking_id": b["booking_id"], "destination": f["destination"], "day": f["day"],
-                                    "status": b["status"]})
+                        bks.append(
+                            {
+                                "booking_id": b["booking_id"],
+                                "destination": f["destination"],
+                                "day": f["day"],
+                                "status": b["status"],
+                            }
+                        )
                 found.append({"traveler_id": t["traveler_id"], "name": t["name"], "bookings": bks})
         if not found:
             return {"success": False, "error": f"no traveller named {name}"}
@@ -46,8 +52,14 @@ class TravelSystem:
             destination: Arrival city.
             day: Weekday.
         """
-        hits = [dict(f) for f in self.flights.values()
-                if f["origin"] == origin and f["destination"] == destination and f["day"] == day and f["seats"] > 0]
+        hits = [
+            dict(f)
+            for f in self.flights.values()
+            if f["origin"] == origin
+            and f["destination"] == destination
+            and f["day"] == day
+            and f["seats"] > 0
+        ]
         if not hits:
             return {"success": False, "error": "no flights"}
         return {"success": True, "data": hits}
@@ -66,7 +78,12 @@ class TravelSystem:
         bid = f"K{self.next_booking_no}"
         self.next_booking_no += 1
         self.flights[flight_id]["seats"] -= 1
-        self.bookings[bid] = {"booking_id": bid, "traveler_id": traveler_id, "flight_id": flight_id, "status": "held"}
+        self.bookings[bid] = {
+            "booking_id": bid,
+            "traveler_id": traveler_id,
+            "flight_id": flight_id,
+            "status": "held",
+        }
         return {"success": True, "data": {"booking_id": bid, "status": "held"}}
 
     def pay_booking(self, booking_id: str) -> dict:
@@ -100,11 +117,32 @@ class TravelSystem:
         Args:
             city: The city.
         """
-        return {"success": True, "data": {"city": city, "forecast": ["sunny", "rain", "cloudy"][len(city) % 3]}}
+        return {
+            "success": True,
+            "data": {"city": city, "forecast": ["sunny", "rain", "cloudy"][len(city) % 3]},
+        }
 
 
-CITIES = ("Lisbon", "Oslo", "Cairo", "Lima", "Perth", "Quito", "Riga", "Seoul", "Tunis", "Vienna", "Dakar",
-          "Hanoi", "Kyiv", "Minsk", "Nairobi", "Porto", "Sofia", "Tokyo")
+CITIES = (
+    "Lisbon",
+    "Oslo",
+    "Cairo",
+    "Lima",
+    "Perth",
+    "Quito",
+    "Riga",
+    "Seoul",
+    "Tunis",
+    "Vienna",
+    "Dakar",
+    "Hanoi",
+    "Kyiv",
+    "Minsk",
+    "Nairobi",
+    "Porto",
+    "Sofia",
+    "Tokyo",
+)
 DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
@@ -115,45 +153,88 @@ def make_task(rng: random.Random, v: Vocab) -> TaskSpec:
     travelers = {t: {"traveler_id": t, "name": n} for t, n in zip(tids, names, strict=True)}
     day, other_day = rng.sample(DAYS, 2)
     prices = rng.sample(range(80, 600, 5), 6)
-    routes = [(origin, dest, day)] * 3 + [(origin, dest, other_day), (dest, origin, day), (origin, elsewhere, day)]
-    flights = {f: {"flight_id": f, "origin": o, "destination": d, "day": dd, "price": pr, "seats": rng.randint(2, 9)}
-               for f, (o, d, dd), pr in zip(fids, routes, prices, strict=True)}
+    routes = [(origin, dest, day)] * 3 + [
+        (origin, dest, other_day),
+        (dest, origin, day),
+        (origin, elsewhere, day),
+    ]
+    flights = {
+        f: {"flight_id": f, "origin": o, "destination": d, "day": dd, "price": pr, "seats": rng.randint(2, 9)}
+        for f, (o, d, dd), pr in zip(fids, routes, prices, strict=True)
+    }
     same = fids[:3]
     if min(same, key=lambda f: flights[f]["price"]) == same[0]:  # the first listed is never the cheapest
-        flights[same[0]]["price"], flights[same[1]]["price"] = flights[same[1]]["price"], flights[same[0]]["price"]
+        flights[same[0]]["price"], flights[same[1]]["price"] = (
+            flights[same[1]]["price"],
+            flights[same[0]]["price"],
+        )
     cheapest = min(same, key=lambda f: flights[f]["price"])
     who, tid = names[0], tids[0]
     base = rng.randint(100, 900)
     if rng.random() < 0.6:
         cfg = {"travelers": travelers, "flights": flights, "bookings": {}, "next_booking_no": base}
-        mine = f'[b for b in final_state["bookings"].values() if b["traveler_id"] == {tid!r} and b["flight_id"] in {same!r} and b["status"] != "cancelled"]'
-        checks = [check(f"{who} has a seat from {origin} to {dest} on {day}", f"return len({mine}) > 0"),
-                  check("It is the cheapest such flight", f"return any(b['flight_id'] == {cheapest!r} for b in {mine})"),
-                  check("The booking is paid", f"return any(b['status'] == 'paid' for b in {mine})")]
-        text = rng.choice(["Book the cheapest flight from {o} to {d} on {day} for {w}.",
-                           "{w} needs the lowest-priced {day} flight from {o} to {d}; book and pay it."])
-        return TaskSpec("book", text.format(o=origin, d=dest, day=day, w=who), cfg, checks,
-                        {"traveler": who, "origin": origin, "destination": dest, "day": day})
+        mine = rows("bookings", f"r['flight_id'] in {same!r} and r['status'] != 'cancelled'", traveler_id=tid)
+        checks = [
+            check(f"{who} has a seat from {origin} to {dest} on {day}", f"return len({mine}) > 0"),
+            check(
+                "It is the cheapest such flight",
+                f"return any(b['flight_id'] == {cheapest!r} for b in {mine})",
+            ),
+            check("The booking is paid", f"return any(b['status'] == 'paid' for b in {mine})"),
+        ]
+        text = rng.choice(
+            [
+                "Book the cheapest flight from {o} to {d} on {day} for {w}.",
+                "{w} needs the lowest-priced {day} flight from {o} to {d}; book and pay it.",
+            ]
+        )
+        return TaskSpec(
+            "book",
+            text.format(o=origin, d=dest, day=day, w=who),
+            cfg,
+            checks,
+            {"traveler": who, "origin": origin, "destination": dest, "day": day},
+        )
     # cancel: two paid bookings to the same city on different days
     bids = [f"K{base - 2}", f"K{base - 1}"]
-    bookings = {bids[0]: {"booking_id": bids[0], "traveler_id": tid, "flight_id": fids[0], "status": "paid"},
-                bids[1]: {"booking_id": bids[1], "traveler_id": tid, "flight_id": fids[3], "status": "paid"}}
+    bookings = {
+        bids[0]: {"booking_id": bids[0], "traveler_id": tid, "flight_id": fids[0], "status": "paid"},
+        bids[1]: {"booking_id": bids[1], "traveler_id": tid, "flight_id": fids[3], "status": "paid"},
+    }
     cfg = {"travelers": travelers, "flights": flights, "bookings": bookings, "next_booking_no": base}
     seats = flights[fids[0]]["seats"]
-    checks = [check(f"The {day} booking to {dest} is cancelled", f"return final_state['bookings'][{bids[0]!r}]['status'] == 'cancelled'"),
-              check(f"The {other_day} booking still stands and the seat is free again",
-                    f"return final_state['bookings'][{bids[1]!r}]['status'] == 'paid' and "
-                    f"final_state['flights'][{fids[0]!r}]['seats'] == {seats + 1}")]
-    text = rng.choice(["Cancel {w}'s {day} booking to {d}.", "{w} will not fly to {d} on {day}; cancel that booking."])
-    return TaskSpec("cancel", text.format(w=who, day=day, d=dest), cfg, checks,
-                    {"traveler": who, "destination": dest, "day": day})
+    checks = [
+        check(
+            f"The {day} booking to {dest} is cancelled",
+            f"return final_state['bookings'][{bids[0]!r}]['status'] == 'cancelled'",
+        ),
+        check(
+            f"The {other_day} booking still stands and the seat is free again",
+            f"return final_state['bookings'][{bids[1]!r}]['status'] == 'paid' and "
+            f"final_state['flights'][{fids[0]!r}]['seats'] == {seats + 1}",
+        ),
+    ]
+    text = rng.choice(
+        ["Cancel {w}'s {day} booking to {d}.", "{w} will not fly to {d} on {day}; cancel that booking."]
+    )
+    return TaskSpec(
+        "cancel",
+        text.format(w=who, day=day, d=dest),
+        cfg,
+        checks,
+        {"traveler": who, "destination": dest, "day": day},
+    )
 
 
 def solve(p: dict[str, Any], mistake: str | None = None):
     r = yield "find_traveler", {"name": p["traveler"]}
     trav = first_data(r)
     if "origin" not in p:  # cancel
-        bk = next(b for b in trav["bookings"] if b["destination"] == p["destination"] and (b["day"] == p["day"]) != (mistake == "wrong_day"))
+        bk = next(
+            b
+            for b in trav["bookings"]
+            if b["destination"] == p["destination"] and (b["day"] == p["day"]) != (mistake == "wrong_day")
+        )
         yield "cancel_booking", {"booking_id": bk["booking_id"]}
         return
     if mistake == "weather_first":
@@ -167,14 +248,24 @@ def solve(p: dict[str, Any], mistake: str | None = None):
 
 
 DOMAIN = Domain(
-    name="travel", env_class=TravelSystem, make_task=make_task, solve=solve,
+    name="travel",
+    env_class=TravelSystem,
+    make_task=make_task,
+    solve=solve,
     summary="A travel agency with travellers, flights and bookings.",
-    introduction="This environment is a travel agency. It keeps travellers, scheduled flights with prices and "
-                 "free seats, and the bookings made for travellers.",
+    introduction="This environment is a travel agency. It keeps travellers, scheduled flights with "
+    "prices and free seats, and the bookings made for travellers.",
     rules=("A seat can be held only on a flight with free seats.", "Cancelling a booking frees its seat."),
     vocab={"city": CITIES},
     mistakes={"book": ("first_listed", "skip_payment", "weather_first"), "cancel": ("wrong_day",)},
-    distractors=("get_weather",), expert_success=0.25,
-    operations={"find_traveler": "query", "search_flights": "query", "hold_seat": "state_change",
-                "pay_booking": "state_change", "cancel_booking": "state_change", "get_weather": "query"},
+    distractors=("get_weather",),
+    expert_success=0.25,
+    operations={
+        "find_traveler": "query",
+        "search_flights": "query",
+        "hold_seat": "state_change",
+        "pay_booking": "state_change",
+        "cancel_booking": "state_change",
+        "get_weather": "query",
+    },
 )

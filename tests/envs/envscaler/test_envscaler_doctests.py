@@ -1,4 +1,5 @@
 """The usage examples in the EnvScaler modules' docstrings run."""
+
 import doctest
 
 import pytest

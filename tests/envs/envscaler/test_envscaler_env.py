@@ -1,4 +1,5 @@
 """EnvScaler episode semantics on our own fixtures (tests/envs/envscaler/fixtures)."""
+
 import warnings
 from pathlib import Path
 
@@ -38,7 +39,9 @@ def test_scripted_solution_reads_ids_from_results_and_scores_one():
     assert info["env_id"] == "env_tiny"
     assert [t["function"]["name"] for t in info["tools"]][:3] == ["find_account", "deposit", "transfer"]
     system = info["messages"][0]["content"]
-    assert system.startswith("You are a helpful assistant.") and "## Brief Introduction:  \nA toy bank" in system
+    assert (
+        system.startswith("You are a helpful assistant.") and "## Brief Introduction:  \nA toy bank" in system
+    )
     assert "- Balances are integers.\n" in system and "<tools>" in system
     ids = {}
     for owner in ("Ada Park", "Bo Chen"):
@@ -138,7 +141,7 @@ def test_unknown_tool_and_parse_errors_continue():
         ('<tool_call>\n{"name": "deposit", "arguments": "{oops"}\n</tool_call>', PARSE_ACTION_ERROR),
         ('<tool_call>\n{"name": "deposit", "arguments": [1]}\n</tool_call>', INVALID_ACTION),
         ('<tool_call>\n{"name": 7, "arguments": {}}\n</tool_call>', INVALID_ACTION),
-        ("<tool_call>\n{\"name\": \"deposit\"", PARSE_RESPONSE_ERROR),  # unclosed tag
+        ('<tool_call>\n{"name": "deposit"', PARSE_RESPONSE_ERROR),  # unclosed tag
         ("<think>no end " + call("deposit", account_id="B7", amount=1), PARSE_RESPONSE_ERROR),
         ("", PARSE_ACTION_ERROR),
         ("   \n", PARSE_ACTION_ERROR),
@@ -226,8 +229,12 @@ def test_task_id_filter_and_check_env():
 def test_gym_make_accepts_record_paths():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        env = gym.make("lopd/envscaler-v0", envs=FIX / "envs.jsonl", scenarios=FIX / "scenarios.jsonl",
-                       task_ids=["env_tiny-task_1"])
+        env = gym.make(
+            "lopd/envscaler-v0",
+            envs=FIX / "envs.jsonl",
+            scenarios=FIX / "scenarios.jsonl",
+            task_ids=["env_tiny-task_1"],
+        )
         prompt, _ = env.reset(seed=3)
     assert prompt == "Transfer 30 from Ada Park to Bo Chen."
 

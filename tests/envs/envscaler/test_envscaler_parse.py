@@ -1,4 +1,5 @@
 """The linear-time parser matches the authors' regex rules on arbitrary text."""
+
 import json
 import re
 import time
@@ -21,11 +22,11 @@ def regex_oracle(text: str) -> tuple:
     if not calls and "<tool_call>" in text and "</tool_call>" not in text:
         ok = False
     if think and body:
-        content = text[think.end():calls[0].start()].strip()
+        content = text[think.end() : calls[0].start()].strip()
     elif think:
-        content = text[think.end():].strip()
+        content = text[think.end() :].strip()
     elif body:
-        content = text[:calls[0].start()].strip()
+        content = text[: calls[0].start()].strip()
     else:
         content = text.strip()
     fn = None
@@ -53,11 +54,30 @@ def regex_oracle(text: str) -> tuple:
     return (None, None, PARSE_ACTION_ERROR)
 
 
-pieces = st.sampled_from([
-    "<tool_call>", "</tool_call>", "<think>", "</think>", "@think@", "<THINK>", "@/think>", "{", "}", " ", "\n",
-    '{"name": "f", "arguments": {"x": 1}}', '{"name": "g", "arguments": "{\\"y\\": 2}"}', '{"name": "h"}',
-    '"arguments": {}', "Task Completed", "x", '{"a": {"b": 1}}', "\u3000", "\x1c",
-])
+pieces = st.sampled_from(
+    [
+        "<tool_call>",
+        "</tool_call>",
+        "<think>",
+        "</think>",
+        "@think@",
+        "<THINK>",
+        "@/think>",
+        "{",
+        "}",
+        " ",
+        "\n",
+        '{"name": "f", "arguments": {"x": 1}}',
+        '{"name": "g", "arguments": "{\\"y\\": 2}"}',
+        '{"name": "h"}',
+        '"arguments": {}',
+        "Task Completed",
+        "x",
+        '{"a": {"b": 1}}',
+        "\u3000",
+        "\x1c",
+    ]
+)
 texts = st.lists(pieces | st.text(max_size=5), max_size=14).map("".join)
 
 
@@ -69,7 +89,10 @@ def test_parser_agrees_with_the_regex_rules(text):
 
 def test_examples():
     assert parse_action('<tool_call>{"name": "f", "arguments": {}}</tool_call>') == Action("f", {}, None, 1)
-    two = '<tool_call>{"name": "a", "arguments": {}}</tool_call><tool_call>{"name": "b", "arguments": {}}</tool_call>'
+    two = (
+        '<tool_call>{"name": "a", "arguments": {}}</tool_call>'
+        '<tool_call>{"name": "b", "arguments": {}}</tool_call>'
+    )
     assert parse_action(two).name == "a" and parse_action(two).n_blocks == 2
     # a first block that is not JSON-object-shaped is skipped by the regex: the second one runs
     assert parse_action("<tool_call>oops</tool_call>" + two).name == "a"
@@ -81,7 +104,10 @@ def test_examples():
 
 def test_hostile_inputs_are_linear():
     t0 = time.perf_counter()
-    for text in ["<tool_call>{" * 100_000 + "</tool_call>", "<think>" * 100_000 + "</think>",
-                 "<tool_call> " * 50_000 + "}" + "</tool_call>" * 50_000]:
+    for text in [
+        "<tool_call>{" * 100_000 + "</tool_call>",
+        "<think>" * 100_000 + "</think>",
+        "<tool_call> " * 50_000 + "}" + "</tool_call>" * 50_000,
+    ]:
         parse_action(text)
     assert time.perf_counter() - t0 < 5.0

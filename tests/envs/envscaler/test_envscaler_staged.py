@@ -1,4 +1,5 @@
 """The staged EnvScaler records ($LOPD_DATA_DIR/envscaler): all load, reset and score."""
+
 import warnings
 
 import gymnasium as gym
@@ -11,8 +12,10 @@ from envs.envscaler.env import EnvScalerEnv, EnvScalerFixtureEnv
 from envs.envscaler.records import load_envs, load_scenarios
 from envs.protocol import render_tool_call
 
-pytestmark = [pytest.mark.data,
-              pytest.mark.skipif(not has_data("envscaler"), reason="EnvScaler data not found; set LOPD_DATA_DIR")]
+pytestmark = [
+    pytest.mark.data,
+    pytest.mark.skipif(not has_data("envscaler"), reason="EnvScaler data not found; set LOPD_DATA_DIR"),
+]
 
 
 def quiet(cls, **kw):
@@ -39,7 +42,11 @@ def test_every_staged_scenario_resets_and_scores_its_initial_state():
         names = {t["function"]["name"] for t in info["tools"]}
         assert all(callable(getattr(env.instance, n)) for n in names)
         _, r, term, _, info = env.step("Task Completed")
-        assert term and 0.0 <= r <= 1.0 and len(info["checks"]) == len(task.data["scenario"]["checklist_with_func"])
+        assert (
+            term
+            and 0.0 <= r <= 1.0
+            and len(info["checks"]) == len(task.data["scenario"]["checklist_with_func"])
+        )
         assert info["verify_error"] is None
 
 
@@ -55,13 +62,18 @@ def test_fixture_scenario_scripted_solution_scores_one():
     env = quiet(EnvScalerFixtureEnv)
     assert [t.task_id for t in env.tasks] == ["env_183_rl-task_29"]
     env.reset(options={"task_id": "env_183_rl-task_29"})
-    grief, anx, mind = ("ea3f5dbc-2b51-487b-8d44-a1fc1a97ec84", "fc9bc53d-b56d-4ca7-9049-7b7b53e80501",
-                        "c8d02517-bdaf-49d1-b04c-dfcf23c9a41a")
-    for name, args in [("join_meeting", {"meeting_id": grief, "participant_id": "P001", "meeting_code": "GRIEF6789"}),
-                       ("leave_meeting", {"meeting_id": grief, "participant_id": "P005"}),
-                       ("remove_participant", {"participant_id": "P005"}),
-                       ("leave_meeting", {"meeting_id": anx, "participant_id": "P004"}),
-                       ("leave_meeting", {"meeting_id": mind, "participant_id": "P004"})]:
+    grief, anx, mind = (
+        "ea3f5dbc-2b51-487b-8d44-a1fc1a97ec84",
+        "fc9bc53d-b56d-4ca7-9049-7b7b53e80501",
+        "c8d02517-bdaf-49d1-b04c-dfcf23c9a41a",
+    )
+    for name, args in [
+        ("join_meeting", {"meeting_id": grief, "participant_id": "P001", "meeting_code": "GRIEF6789"}),
+        ("leave_meeting", {"meeting_id": grief, "participant_id": "P005"}),
+        ("remove_participant", {"participant_id": "P005"}),
+        ("leave_meeting", {"meeting_id": anx, "participant_id": "P004"}),
+        ("leave_meeting", {"meeting_id": mind, "participant_id": "P004"}),
+    ]:
         obs, r, term, _, _ = env.step(render_tool_call(name, args))
         assert "'success': True" in obs and not term
     _, r, term, _, info = env.step("Task Completed")

@@ -1,4 +1,5 @@
 """The usage examples in the micro world's docstrings run."""
+
 import doctest
 
 import pytest

@@ -1,4 +1,5 @@
 """Noisy expert and referenced trajectories: real env observations, configured success rates."""
+
 import random
 from collections import defaultdict
 
@@ -20,7 +21,11 @@ def env(tmp_path_factory):
 def test_trajectories_are_hermes_calls_with_real_observations(env):
     traj = run_solver(env, "micro_shop-train-task_0")
     roles = [m["role"] for m in traj.messages]
-    assert roles[:2] == ["system", "user"] and roles[-1] == "assistant" and traj.messages[-1]["content"] == "Task Completed"
+    assert (
+        roles[:2] == ["system", "user"]
+        and roles[-1] == "assistant"
+        and traj.messages[-1]["content"] == "Task Completed"
+    )
     assistant = [m for m in traj.messages if m["role"] == "assistant"]
     tools = [m for m in traj.messages if m["role"] == "tool"]
     assert len(assistant) == len(tools) + 1 == len(traj.calls) + 1
@@ -75,10 +80,14 @@ def test_referenced_trajectory_uses_another_tasks_procedure(env):
         ref_traj = run_solver(env, traj.reference_task_id)
         assert [c[0] for c in traj.calls] == [c[0] for c in ref_traj.calls]  # the same procedure
         user = traj.messages[1]["content"]
-        assert user == DEFAULT_REFERENCE_FRAMING.format(reference=experience_of(ref_traj), task=env.task_by_id(tid).prompt)
+        assert user == DEFAULT_REFERENCE_FRAMING.format(
+            reference=experience_of(ref_traj), task=env.task_by_id(tid).prompt
+        )
         assert f"Task: {ref.prompt}\nActions:\n1. " in user and traj.reward == 1.0
     with pytest.raises(ValueError, match="another task"):
-        referenced_trajectory(env, "micro_bank-train-task_1", rng, reference_task_id="micro_bank-train-task_1")
+        referenced_trajectory(
+            env, "micro_bank-train-task_1", rng, reference_task_id="micro_bank-train-task_1"
+        )
 
 
 def test_sft_corpus_is_deterministic_and_mixed(env):

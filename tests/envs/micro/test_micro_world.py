@@ -1,7 +1,8 @@
 """The micro world: determinism, disjoint splits, domains and tools, procedures, partial credit."""
+
 import json
 import re
-from functools import lru_cache
+from functools import cache
 
 import gymnasium as gym
 import pytest
@@ -17,7 +18,7 @@ from envs.micro.expert import run_solver
 from envs.micro.world import build_world, cached_world, generate_world, tool_names
 
 
-@lru_cache(maxsize=None)
+@cache
 def world_env(tmp: str) -> MicroEnv:
     return MicroEnv(seed=0, n_train=120, n_eval=60, cache_dir=tmp)
 
@@ -35,7 +36,10 @@ def test_deterministic_from_the_seed(tmp_path):
     small = generate_world(7, 12, 6)[1]
     assert [s for s in a[1] if s["split"] == "train"][:12] == [s for s in small if s["split"] == "train"]
     f1, f2 = build_world(7, 24, 12, tmp_path / "x"), build_world(7, 24, 12, tmp_path / "y")
-    assert f1.scenarios.read_bytes() == f2.scenarios.read_bytes() and f1.envs.read_bytes() == f2.envs.read_bytes()
+    assert (
+        f1.scenarios.read_bytes() == f2.scenarios.read_bytes()
+        and f1.envs.read_bytes() == f2.envs.read_bytes()
+    )
     assert json.loads(f1.manifest.read_text())["seed"] == 7
 
 
@@ -98,8 +102,11 @@ def test_expert_scores_one_on_every_task_with_short_dependent_procedures(env):
         assert 2 <= len(traj.calls) <= 5
         assert not {name for name, _, _ in traj.calls} & set(domain.distractors)
         # data dependency: some argument is an id read from an earlier result, absent from the task text
-        assert any(isinstance(v, str) and v not in task.prompt and any(v in r for _, _, r in traj.calls[:j])
-                   for j, (_, args, _) in enumerate(traj.calls) for v in args.values()), task.task_id
+        assert any(
+            isinstance(v, str) and v not in task.prompt and any(v in r for _, _, r in traj.calls[:j])
+            for j, (_, args, _) in enumerate(traj.calls)
+            for v in args.values()
+        ), task.task_id
 
 
 def test_every_mistake_scores_less_and_partial_credit_exists(env):
