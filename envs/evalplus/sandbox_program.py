@@ -1,0 +1,229 @@
+"""The EvalPlus grader that runs INSIDE the sandbox (sent as source after envs/sandbox/guest.py).
+
+Needs only the stdlib and the evalplus package (present in the venv and in the docker image).
+
+stdin frames (pickles written by the host, see envs/evalplus/verifier.py):
+  1. the job: mode, dataset, entry_point, code, atol, time-limit settings;
+  2. per-phase data: inputs and reference times (and, in ``official`` mode only, expected outputs);
+  3. ``strict`` mode only: the expected outputs, read after the workers are forked.
+stdout: one JSON line {"base": [status, details], "plus": [status, details]}.
+
+``official``: evalplus 0.3.1's own ``untrusted_check`` per phase, i.e. its process, time limits,
+reliability guard and in-process comparison, quirks included (an object whose ``__eq__`` always says
+True passes; HumanEval/32 always fails).
+
+``strict``: the same per-input limits and guard, but the model's code never holds the expected
+outputs. A worker sends each return value to this runner marshalled (exact built-in types only; any
+other object fails), and the runner compares them with evalplus's rules on plain values.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import pickle
+import time
+
+try:  # on the host (tests); inside the sandbox the guest helpers precede this source
+    from envs.sandbox.guest import (MsgReader, emit_result, fork_worker, guard_runner, kill_worker,
+                                    read_frame, release, send_msg)
+except ImportError:
+    pass
+
+PASS, FAIL, TIMEOUT = "pass", "fail", "timeout"
+
+
+def phase_limits(ref_time, min_time_limit, factor, fast_check=True):
+    """Per-input time limits and the per-phase budget exactly as evalplus's ``untrusted_check``."""
+    time_limits = [max(min_time_limit, factor * t) for t in ref_time]
+    timeout = min(os.getenv("EVALPLUS_TIMEOUT_PER_TASK", 60), sum(time_limits)) + 1
+    if not fast_check:
+        timeout += 1
+    return time_limits, timeout
+
+
+# ---- strict: the worker side -----------------------------------------------------------------
+def strict_worker(msg_fd, job, inputs, time_limits):
+    """Mirror evalplus's ``unsafe_execute`` environment; report each return value, not a verdict."""
+    from evalplus.eval import query_maximum_memory_bytes
+    from evalplus.eval.utils import create_tempdir, reliability_guard, swallow_io, time_limit
+
+    dumps, send, entry_point = marshal.dumps, send_msg, job["entry_point"]
+    with create_tempdir():
+        reliability_guard(maximum_memory_bytes=query_maximum_memory_bytes())
+        exec_globals = {}
+        try:
+            with swallow_io():
+                exec(job["code"], exec_globals)
+                fn = exec_globals[entry_point]
+        except BaseException:
+            send(msg_fd, "S")
+            return
+        for i, inp in enumerate(inputs):
+            try:
+                with time_limit(time_limits[i]):
+                    with swallow_io():
+                        out = fn(*inp)
+            except BaseException:
+                send(msg_fd, "X")
+                return
+            try:
+                send(msg_fd, "O", dumps(out))
+            except ValueError:  # not an exact built-in value: strict mode rejects it
+                send(msg_fd, "U")
+        send(msg_fd, "D")
+
+
+# ---- strict: the runner side -----------------------------------------------------------------
+def compare(dataset, entry_point, out, exp, inp, atol):
+    """evalplus 0.3.1's per-input check (unsafe_execute) on plain values.
+
+    Returns (passed, atol, counted): ``atol`` as the loop carries it on (it sticks at 1e-6 after the
+    first float output when the task's atol is 0), ``counted`` False for HumanEval/32's ``continue``
+    that never marks the input passed (the 0.3.1 quirk that fails every find_zero solution).
+    """
+    from evalplus.eval import _digit_distance_nums, _poly, _surface_Area, is_floats
+    from evalplus.eval._special_oracle import MBPP_OUTPUT_NOT_NONE_TASKS, MBPP_OUTPUT_SET_EQ_TASKS
+    import numpy as np
+
+    try:
+        exact_match = out == exp
+        if dataset == "mbpp":
+            if entry_point == "are_equivalent":
+                exact_match = exact_match or True
+            elif entry_point == "sum_div":
+                exact_match = exact_match or out == 0
+            elif entry_point == "surface_Area":
+                exact_match = exact_match or abs(out - _surface_Area(*inp)) <= atol
+            elif entry_point == "digit_distance_nums":
+                exact_match = exact_match or out == _digit_distance_nums(*inp)
+            elif entry_point in MBPP_OUTPUT_SET_EQ_TASKS:
+                exact_match = set(out) == set(exp)
+            elif entry_point in MBPP_OUTPUT_NOT_NONE_TASKS:
+                if isinstance(out, bool):
+                    exact_match = out == exp
+                else:
+                    exact_match = exp == (out is not None)
+        if dataset == "humaneval" and entry_point == "find_zero":
+            assert abs(_poly(*inp, out)) <= atol
+            return True, atol, False
+        if atol == 0 and is_floats(exp):
+            atol = 1e-6
+        if not exact_match and atol != 0:
+            assert type(out) == type(exp)
+            if isinstance(exp, (list, tuple)):
+                assert len(out) == len(exp)
+            assert np.allclose(out, exp, rtol=1e-07, atol=atol)
+        else:
+            assert exact_match
+    except BaseException:
+        return False, atol, True
+    return True, atol, True
+
+
+class _NotNone:
+    """A non-plain output of an output-not-None MBPP task: only its not-None-ness is known."""
+
+
+def strict_phase(job, pid, msg_r, go_w, inputs, expected, time_limits, budget):
+    dataset, entry_point, atol = job["dataset"], job["entry_point"], job["atol"]
+    not_none = job.get("output_not_none", False)
+    reader = MsgReader(msg_r)
+    details, stat, counted_all = [], None, True
+    deadline = time.monotonic() + budget
+    release(go_w)
+    try:
+        while stat is None:
+            try:
+                msg = reader.read(deadline - time.monotonic())
+            except TimeoutError:
+                break
+            if msg is None:  # the worker died without finishing: evalplus's "unknown" state
+                break
+            kind, payload = msg
+            if kind in ("S", "X"):
+                if kind == "X":
+                    details.append(False)
+                stat = FAIL
+            elif kind == "D":
+                stat = PASS if len(details) == len(inputs) else FAIL
+            elif kind in ("O", "U"):
+                i = len(details)
+                if i >= len(inputs):
+                    stat = FAIL
+                    break
+                if kind == "O":
+                    try:
+                        out = marshal.loads(payload)
+                    except Exception:
+                        stat = FAIL
+                        break
+                elif not_none:  # only not-None-ness counts for these tasks (e.g. re.Match results)
+                    out = _NotNone()
+                else:  # strict: an object that is not plain data fails
+                    details.append(False)
+                    stat = FAIL
+                    break
+                ok, atol, counted = compare(dataset, entry_point, out, expected[i], inputs[i], atol)
+                counted_all = counted_all and counted
+                if not ok:
+                    details.append(False)
+                    stat = FAIL
+                else:
+                    details.append(True)
+            else:
+                stat = FAIL
+    except ValueError:
+        stat = FAIL
+    finally:
+        kill_worker(pid)
+        os.close(msg_r)
+    if stat is None:
+        stat = TIMEOUT
+    if stat == PASS and (not counted_all or not all(details)):
+        stat = FAIL
+    return stat, details
+
+
+def run_strict(job, phases):
+    """Fork one waiting worker per phase BEFORE reading the expected outputs, then grade each."""
+    import evalplus.eval  # noqa: F401  (import once here, not in every forked worker)
+    import evalplus.eval.utils  # noqa: F401
+
+    workers = []
+    for ph in phases:
+        time_limits, timeout = phase_limits(ph["ref_time"], job["min_time_limit"], job["gt_time_limit_factor"])
+        pid, msg_r, go_w = fork_worker(strict_worker, job, ph["inputs"], time_limits)
+        workers.append((pid, msg_r, go_w, time_limits, timeout))
+    expected = pickle.loads(read_frame(0))
+    result = {}
+    for ph, (pid, msg_r, go_w, time_limits, timeout) in zip(phases, workers):
+        # evalplus joins the phase process for timeout + 1 s before killing it
+        result[ph["name"]] = strict_phase(job, pid, msg_r, go_w, ph["inputs"], expected[ph["name"]],
+                                          time_limits, timeout + 1)
+    return result
+
+
+# ---- official ----------------------------------------------------------------------------------
+def run_official(job, phases):
+    from evalplus.eval import untrusted_check
+
+    result = {}
+    for ph in phases:
+        stat, details = untrusted_check(
+            job["dataset"], job["code"], ph["inputs"], job["entry_point"], expected=ph["expected"],
+            atol=job["atol"], ref_time=ph["ref_time"], fast_check=True,
+            min_time_limit=job["min_time_limit"], gt_time_limit_factor=job["gt_time_limit_factor"])
+        result[ph["name"]] = [stat, [bool(d) for d in details]]
+    return result
+
+
+def main():
+    guard_runner()
+    job = pickle.loads(read_frame(0))
+    phases = pickle.loads(read_frame(0))
+    if job["mode"] == "official":
+        result = run_official(job, phases)
+    else:
+        result = {k: list(v) for k, v in run_strict(job, phases).items()}
+    emit_result(result)

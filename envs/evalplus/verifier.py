@@ -1,0 +1,185 @@
+"""Grade EvalPlus solutions in a sandbox: verdicts identical to evalplus 0.3.1's ``evaluate``.
+
+Two verdict modes:
+
+* ``official``: evalplus's own ``untrusted_check`` runs inside the sandbox, quirks included: an
+  object whose ``__eq__`` always returns True passes, and HumanEval/32 (find_zero) always fails
+  because 0.3.1's special oracle ``continue``s without marking the input passed.
+* ``strict`` (the training default): the model's code never sees the expected outputs; return
+  values cross a process boundary as marshalled plain data and are compared outside it with the same
+  rules, so faked equality, patched builtins or a tampered comparison cannot pass. Anything that is
+  not an exact built-in value (numpy scalars, custom classes) fails; HumanEval/32 still fails.
+
+>>> v = EvalPlusVerifier("humaneval", mode="strict")          # doctest: +SKIP
+>>> v.check("HumanEval/0", solution_code).passed              # doctest: +SKIP
+True
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import struct
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from envs.evalplus.data import Dataset, expected_outputs, load_problems, output_not_none
+from envs.sandbox import ExecResult, Limits, Sandbox, SandboxConfig, make_sandbox
+from envs.sandbox.base import compose_program
+
+Mode = Literal["official", "strict"]
+PASS = "pass"
+_HERE = Path(__file__).parent
+_PROGRAM = compose_program((_HERE.parent / "sandbox" / "guest.py").read_text(),
+                           (_HERE / "sandbox_program.py").read_text())
+PRELOAD = ("numpy", "evalplus.eval", "evalplus.eval.utils", "marshal", "pickle", "multiprocessing")
+
+
+@dataclass
+class Verdict:
+    """The grade of one solution (fields as in evalplus's eval_results.json)."""
+
+    task_id: str
+    passed: bool
+    """base AND plus passed: the reward."""
+    base_status: str | None
+    plus_status: str | None
+    base_details: list[bool] = field(default_factory=list)
+    plus_details: list[bool] = field(default_factory=list)
+    error: str | None = None
+    """Set when the sandbox itself failed (the verdict is then a fail)."""
+
+    @property
+    def base_passed(self) -> bool:
+        return self.base_status == PASS
+
+    def to_json(self, sample_index: int | None = None) -> dict[str, Any]:
+        d = {"task_id": self.task_id}
+        if sample_index is not None:
+            d["sample_index"] = sample_index
+        d.update({"pass": self.passed, "base_status": self.base_status, "plus_status": self.plus_status})
+        if self.error:
+            d["error"] = self.error
+        return d
+
+
+def _frame(payload: bytes) -> bytes:
+    return struct.pack(">I", len(payload)) + payload
+
+
+def phase_budget(ref_time: list[float], min_time_limit: float, factor: float) -> float:
+    """Upper bound of one phase's wall time in evalplus: min(60, sum of limits) + 1, joined + 1."""
+    return min(60.0, sum(max(min_time_limit, factor * t) for t in ref_time)) + 2.0
+
+
+class EvalPlusVerifier:
+    """Grades solutions of one dataset in one sandbox backend. Thread-safe."""
+
+    def __init__(self, dataset: Dataset, mode: Mode = "strict", sandbox: Sandbox | None = None,
+                 sandbox_config: SandboxConfig | None = None, min_time_limit: float | None = None,
+                 gt_time_limit_factor: float | None = None):
+        from evalplus.config import DEFAULT_GT_TIME_LIMIT_FACTOR, DEFAULT_MIN_TIME_LIMIT
+
+        if mode not in ("official", "strict"):
+            raise ValueError(f"mode must be 'official' or 'strict', got {mode!r}")
+        self.dataset, self.mode = dataset, mode
+        self.problems = load_problems(dataset)
+        self._own_sandbox = sandbox is None
+        self.sandbox = sandbox or make_sandbox(sandbox_config, preload=PRELOAD)
+        self.min_time_limit = DEFAULT_MIN_TIME_LIMIT if min_time_limit is None else min_time_limit
+        self.factor = DEFAULT_GT_TIME_LIMIT_FACTOR if gt_time_limit_factor is None else gt_time_limit_factor
+        self._blobs: OrderedDict[str, tuple[bytes, bytes, float]] = OrderedDict()
+        self._blob_lock = threading.Lock()
+
+    def close(self) -> None:
+        if self._own_sandbox:
+            self.sandbox.close()
+
+    def __enter__(self) -> "EvalPlusVerifier":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def solution_of(self, sample: dict[str, Any]) -> str:
+        """evalplus's rule: ``solution`` if present, else prompt + ``completion``."""
+        if "solution" in sample:
+            return str(sample["solution"])
+        return self.problems[sample["task_id"]]["prompt"] + str(sample.get("completion", ""))
+
+    def _task_blobs(self, task_id: str) -> tuple[bytes, bytes, float]:
+        """(phases frame, expected frame, time budget) of a task, pickled once and kept (LRU)."""
+        with self._blob_lock:
+            if task_id in self._blobs:
+                self._blobs.move_to_end(task_id)
+                return self._blobs[task_id]
+        p, gt = self.problems[task_id], expected_outputs(self.dataset, task_id)
+        phases, expected, budget = [], {}, 0.0
+        for name in ("base", "plus"):
+            ph = {"name": name, "inputs": p[f"{name}_input"], "ref_time": gt[f"{name}_time"]}
+            if self.mode == "official":
+                ph["expected"] = gt[name]
+            else:
+                expected[name] = gt[name]
+            phases.append(ph)
+            budget += phase_budget(gt[f"{name}_time"], self.min_time_limit, self.factor)
+        blobs = (_frame(pickle.dumps(phases, protocol=4)),
+                 _frame(pickle.dumps(expected, protocol=4)) if self.mode == "strict" else b"", budget)
+        with self._blob_lock:
+            self._blobs[task_id] = blobs
+            while len(self._blobs) > 16:
+                self._blobs.popitem(last=False)
+        return blobs
+
+    def check(self, task_id: str, solution: str) -> Verdict:
+        """Grade one full solution (code defining the entry point). Never raises for bad code."""
+        if task_id not in self.problems:
+            raise KeyError(f"{self.dataset} has no task {task_id!r}")
+        p = self.problems[task_id]
+        job = {"mode": self.mode, "dataset": self.dataset, "entry_point": p["entry_point"],
+               "code": solution, "atol": p["atol"], "min_time_limit": self.min_time_limit,
+               "gt_time_limit_factor": self.factor, "output_not_none": output_not_none(self.dataset, p["entry_point"])}
+        phases, expected, budget = self._task_blobs(task_id)
+        stdin = _frame(pickle.dumps(job, protocol=4)) + phases + expected
+        limits = Limits(timeout_s=budget + 15.0, cpu_s=int(budget) + 30, memory_mb=16384, nproc=256,
+                        max_output_bytes=64 << 20)
+        result = self.sandbox.run(_PROGRAM, stdin=stdin, limits=limits)
+        return self._parse(task_id, result)
+
+    def _parse(self, task_id: str, r: ExecResult) -> Verdict:
+        try:
+            if r.error or r.timed_out or r.output_truncated or r.exit_code != 0:
+                raise ValueError(r.error or f"runner exit {r.exit_code} signal {r.signal} timed_out {r.timed_out}: "
+                                 f"{r.stderr[-500:].decode(errors='replace')}")
+            res = json.loads(r.stdout)
+            base, plus = res["base"], res["plus"]
+            bs, ps = str(base[0]), str(plus[0])
+            return Verdict(task_id, bs == PASS and ps == PASS, bs, ps,
+                           [bool(x) for x in base[1]], [bool(x) for x in plus[1]])
+        except (ValueError, KeyError, TypeError, IndexError) as e:
+            return Verdict(task_id, False, None, None, error=f"sandbox run failed: {e}")
+
+    def check_many(self, items: Iterable[tuple[str, str]], workers: int = 2) -> list[Verdict]:
+        """Grade (task_id, solution) pairs concurrently; results in input order."""
+        items = list(items)
+        if workers <= 1:
+            return [self.check(t, s) for t, s in items]
+        # Longest tasks first keeps both workers busy to the end; results go back in input order.
+        order = sorted(range(len(items)), key=lambda i: -self._cost(items[i][0]))
+        out: list[Verdict | None] = [None] * len(items)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for i, v in zip(order, pool.map(lambda i: self.check(*items[i]), order)):
+                out[i] = v
+        return out  # type: ignore[return-value]
+
+    def _cost(self, task_id: str) -> float:
+        try:
+            gt = expected_outputs(self.dataset, task_id)
+        except KeyError:
+            return 0.0
+        return sum(gt["base_time"]) + sum(gt["plus_time"])

@@ -1,0 +1,108 @@
+"""The sandbox interface every backend implements.
+
+A sandbox runs one Python *program* (source text, run as ``__main__``) per call, in a fresh work
+directory, with stdin bytes and optional files, under :class:`~envs.sandbox.config.Limits`. It never
+raises because of what the program does: crashes, timeouts and floods come back in the
+:class:`ExecResult`. Backend problems (no daemon, no image) raise :class:`SandboxUnavailable`::
+
+    from envs.sandbox import make_sandbox
+    with make_sandbox() as sb:
+        r = sb.run("print(input()[::-1])", stdin=b"abc\\n")
+        assert r.ok and r.stdout == b"cba\\n"
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from envs.sandbox.config import Limits, SandboxConfig
+
+
+class SandboxUnavailable(RuntimeError):
+    """The configured backend cannot run code here; the message names the fix."""
+
+
+@dataclass
+class ExecResult:
+    """What one execution did."""
+
+    exit_code: int | None
+    """The program's exit status; None when it was killed by a signal or never finished."""
+    signal: int | None = None
+    """The signal that ended the program, if one did (SIGKILL after a timeout is reported as timed_out)."""
+    stdout: bytes = b""
+    stderr: bytes = b""
+    timed_out: bool = False
+    """The wall-clock limit ran out and the execution was killed."""
+    output_truncated: bool = False
+    """stdout+stderr exceeded the limit and the execution was killed."""
+    duration_s: float = 0.0
+    backend: str = ""
+    isolation: str = ""
+    """'full', 'none' or 'docker': what actually confined this run."""
+    error: str | None = None
+    """A failure of the sandbox itself (not of the program)."""
+
+    @property
+    def ok(self) -> bool:
+        """The program ran to completion and exited 0."""
+        return (self.exit_code == 0 and not self.timed_out and not self.output_truncated
+                and self.error is None)
+
+
+class Sandbox(abc.ABC):
+    """A backend. Thread-safe: concurrent ``run`` calls are independent executions."""
+
+    name = "abstract"
+
+    def __init__(self, config: SandboxConfig | None = None, preload: tuple[str, ...] = ()):
+        self.config = config or SandboxConfig()
+        self.preload = tuple(preload)
+        """Trusted modules a backend may import ahead of the program (only a speed hint)."""
+
+    @abc.abstractmethod
+    def run(self, program: str, *, stdin: bytes = b"", files: Mapping[str, bytes | str] | None = None,
+            limits: Limits | None = None) -> ExecResult:
+        """Run ``program`` once in a fresh sandbox and return what happened."""
+
+    @property
+    def isolation(self) -> str:
+        """What confines executions of this backend (see ExecResult.isolation)."""
+        return self.name
+
+    def close(self) -> None:
+        """Release processes and containers this backend holds."""
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def make_sandbox(config: SandboxConfig | None = None, preload: tuple[str, ...] = ()) -> Sandbox:
+    """The backend ``config.backend`` names. ``preload`` lists trusted modules worth importing once
+    (the local backend imports them in its fork server)."""
+    config = config or SandboxConfig()
+    if config.backend == "local":
+        from envs.sandbox.local import LocalSandbox
+
+        return LocalSandbox(config, preload=preload)
+    if config.backend == "docker":
+        from envs.sandbox.docker_backend import DockerSandbox
+
+        return DockerSandbox(config, preload=preload)
+    raise ValueError(f"unknown sandbox backend {config.backend!r}; use 'local' or 'docker'")
+
+
+def compose_program(*sources: str, call: str = "main()") -> str:
+    """One runner program from module sources (e.g. envs/sandbox/guest.py + a grader), then ``call``.
+
+    ``from __future__`` lines are hoisted (they must open a module); the host-only ``try: from envs...
+    except ImportError`` blocks stay harmless because the project is not importable in a sandbox.
+    """
+    future = "from __future__ import annotations\n"
+    body = "\n".join(s.replace(future, "") for s in sources)
+    return future + body + f"\n{call}\n"

@@ -1,0 +1,257 @@
+"""The ``docker`` backend: each execution in its own throw-away container of the project's image.
+
+Containers run with no network, memory and pids limits, a read-only root, a tmpfs /tmp, no
+capabilities, no-new-privileges and uid 65534. A pool keeps ``docker_pool_size`` containers started
+ahead of use; each serves exactly ONE execution and is then removed, so nothing a program leaves
+behind (files, processes) reaches another execution. Build the image first::
+
+    make sandbox-image          # debootstrap + docker import (root, a Debian mirror)
+
+    from envs.sandbox import SandboxConfig, make_sandbox
+    with make_sandbox(SandboxConfig(backend="docker")) as sb:
+        print(sb.run("print('hi')").stdout)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import socket
+import struct
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import asdict
+from pathlib import Path
+
+from envs.sandbox.base import ExecResult, Sandbox, SandboxUnavailable
+from envs.sandbox.config import Limits, SandboxConfig
+
+IMAGE_VERSION = "1"
+"""Must match IMAGE_VERSION in envs/sandbox/image/build.sh."""
+_BOOT = Path(__file__).with_name("_jail.py").read_text() + "\ncontainer_main()\n"
+_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1"}
+_FIX_DAEMON = ("start the Docker daemon (`sudo systemctl start docker`, or `sudo dockerd &`); install it with "
+               "`sudo apt-get install docker.io`; or use the local backend (sandbox.backend=local)")
+
+
+def docker_client(base_url: str | None = None):
+    """A connected docker SDK client, or SandboxUnavailable naming the fix."""
+    try:
+        import docker
+    except ImportError as e:  # pragma: no cover - docker is a project dependency
+        raise SandboxUnavailable(f"the docker Python SDK is missing ({e}); pip install docker") from e
+    try:
+        client = docker.DockerClient(base_url=base_url) if base_url else docker.from_env()
+        client.ping()
+    except Exception as e:
+        raise SandboxUnavailable(f"Docker daemon not reachable ({type(e).__name__}: {e}); {_FIX_DAEMON}") from e
+    return client
+
+
+def check_image(client, image: str) -> None:
+    """Raise SandboxUnavailable unless ``image`` exists and was built by this version of build.sh."""
+    import docker
+
+    try:
+        img = client.images.get(image)
+    except docker.errors.ImageNotFound as e:
+        raise SandboxUnavailable(f"sandbox image {image!r} not found: build it with `make sandbox-image`") from e
+    have = (img.labels or {}).get("lopd.sandbox.version")
+    if have != IMAGE_VERSION:
+        raise SandboxUnavailable(f"sandbox image {image!r} has version {have!r}, need {IMAGE_VERSION!r}: "
+                                 "rebuild it with `FORCE=1 make sandbox-image`")
+
+
+class DockerSandbox(Sandbox):
+    """One container per execution, started ahead of time by a small pool."""
+
+    name = "docker"
+
+    def __init__(self, config: SandboxConfig | None = None, preload: tuple[str, ...] = ()):
+        super().__init__(config, preload)
+        self.client = docker_client(self.config.docker_base_url)
+        check_image(self.client, self.config.docker_image)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._pool: queue.Queue = queue.Queue()
+        self._live: set[str] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._filler: threading.Thread | None = None
+        self._wake = threading.Event()
+        if self.config.docker_pool_size > 0:
+            self._filler = threading.Thread(target=self._fill, name="lopd-docker-pool", daemon=True)
+            self._filler.start()
+
+    @property
+    def isolation(self) -> str:
+        return "docker"
+
+    # ---- containers ---------------------------------------------------------------------------
+    def _create(self, limits: Limits):
+        mem = f"{limits.memory_mb}m" if limits.memory_mb else None
+        c = self.client.containers.create(
+            self.config.docker_image, command=["sleep", "infinity"], detach=True,
+            network_mode="none", mem_limit=mem, memswap_limit=mem,
+            pids_limit=limits.nproc or None, read_only=True,
+            tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.tmpfs_mb}m,mode=1777",
+                   "/dev/shm": f"rw,nosuid,nodev,size={limits.tmpfs_mb}m,mode=1777"},
+            user="65534:65534", cap_drop=["ALL"], security_opt=["no-new-privileges"],
+            nano_cpus=int(self.config.docker_cpus * 1e9) if self.config.docker_cpus else None,
+            environment=_ENV, working_dir="/tmp", ipc_mode="private",
+            labels={"lopd.sandbox": "1", "lopd.sandbox.owner": self.owner},
+        )
+        with self._lock:
+            self._live.add(c.id)
+        c.start()
+        return c
+
+    def _pool_key(self, limits: Limits) -> tuple:
+        return (limits.memory_mb, limits.nproc, limits.tmpfs_mb)
+
+    def _fill(self) -> None:
+        key = self._pool_key(self.config.limits)
+        while not self._closed:
+            if self._pool.qsize() < self.config.docker_pool_size:
+                try:
+                    self._pool.put((key, self._create(self.config.limits)))
+                except Exception:
+                    time.sleep(1.0)  # the daemon hiccuped; the next run creates its own container
+                continue
+            self._wake.wait(0.5)
+            self._wake.clear()
+
+    def _acquire(self, limits: Limits):
+        key = self._pool_key(limits)
+        if self._filler is not None and key == self._pool_key(self.config.limits):
+            try:
+                _, c = self._pool.get_nowait()
+                self._wake.set()
+                return c
+            except queue.Empty:
+                pass
+        return self._create(limits)
+
+    def _discard(self, container) -> None:
+        def remove():
+            try:
+                container.remove(force=True)
+            except Exception:
+                pass
+            with self._lock:
+                self._live.discard(container.id)
+
+        threading.Thread(target=remove, daemon=True).start()
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        if self._filler is not None:
+            self._filler.join(timeout=10)
+        while True:
+            try:
+                _, c = self._pool.get_nowait()
+            except queue.Empty:
+                break
+            self._discard(c)
+        try:
+            for c in self.client.containers.list(all=True, filters={"label": f"lopd.sandbox.owner={self.owner}"}):
+                c.remove(force=True)
+        except Exception:
+            pass
+
+    # ---- executions -------------------------------------------------------------------------
+    def run(self, program: str, *, stdin: bytes = b"", files: Mapping[str, bytes | str] | None = None,
+            limits: Limits | None = None) -> ExecResult:
+        import base64
+
+        limits = limits or self.config.limits
+        header = json.dumps({
+            "program": program,
+            "files": {k: base64.b64encode(v.encode() if isinstance(v, str) else v).decode()
+                      for k, v in (files or {}).items()},
+            "limits": asdict(limits), "stdin_len": len(stdin),
+        }).encode()
+        t0 = time.monotonic()
+        try:
+            container = self._acquire(limits)
+        except Exception as e:
+            return ExecResult(None, backend=self.name, isolation="docker", error=f"container start failed: {e}")
+        try:
+            return self._exec(container, header, stdin, limits, t0)
+        finally:
+            self._discard(container)
+
+    def _exec(self, container, header: bytes, stdin: bytes, limits: Limits, t0: float) -> ExecResult:
+        api = self.client.api
+        try:
+            exec_id = api.exec_create(container.id, ["/usr/bin/python3", "-I", "-c", _BOOT], stdin=True,
+                                      stdout=True, stderr=True, user="65534:65534", workdir="/tmp",
+                                      environment=_ENV)["Id"]
+            sock = api.exec_start(exec_id, socket=True)
+        except Exception as e:
+            return ExecResult(None, backend=self.name, isolation="docker", error=f"docker exec failed: {e}")
+        raw = getattr(sock, "_sock", sock)
+        deadline = t0 + limits.timeout_s
+        out, err = bytearray(), bytearray()
+        timed_out = truncated = False
+        try:
+            raw.settimeout(max(0.1, deadline - time.monotonic()))
+            raw.sendall(struct.pack(">I", len(header)) + header + stdin)
+            raw.shutdown(socket.SHUT_WR)
+            buf = bytearray()
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    timed_out = True
+                    break
+                raw.settimeout(left)
+                try:
+                    chunk = raw.recv(1 << 20)
+                except socket.timeout:
+                    timed_out = True
+                    break
+                if not chunk:
+                    break
+                buf += chunk
+                while len(buf) >= 8:  # docker's stream multiplexing: 1 byte stream, 3 pad, 4 size
+                    size = struct.unpack(">I", buf[4:8])[0]
+                    if len(buf) < 8 + size:
+                        break
+                    (out if buf[0] == 1 else err).extend(buf[8:8 + size])
+                    del buf[:8 + size]
+                if len(out) + len(err) > limits.max_output_bytes:
+                    truncated = True
+                    break
+        except OSError as e:
+            if not isinstance(e, socket.timeout):
+                return ExecResult(None, stdout=bytes(out), stderr=bytes(err), backend=self.name,
+                                  isolation="docker", error=f"docker stream failed: {e}")
+            timed_out = True
+        finally:
+            try:
+                raw.close()
+            except OSError:
+                pass
+        exit_code = sig = None
+        if not (timed_out or truncated):
+            for _ in range(50):  # the exit code lands shortly after the stream closes
+                info = api.exec_inspect(exec_id)
+                if not info.get("Running") and info.get("ExitCode") is not None:
+                    exit_code = int(info["ExitCode"])
+                    break
+                time.sleep(0.01)
+            if exit_code is not None and 128 < exit_code <= 128 + 64:  # killed by a signal, shell-style
+                exit_code, sig = None, exit_code - 128
+        else:
+            try:
+                container.kill()
+            except Exception:
+                pass
+        cap = limits.max_output_bytes
+        return ExecResult(exit_code, signal=sig, stdout=bytes(out[:cap]), stderr=bytes(err[: max(0, cap - len(out))]),
+                          timed_out=timed_out, output_truncated=truncated,
+                          duration_s=time.monotonic() - t0, backend=self.name, isolation="docker")

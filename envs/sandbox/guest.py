@@ -1,0 +1,156 @@
+"""Helpers for trusted *runner* programs that execute inside a sandbox (stdlib only).
+
+A runner (e.g. the EvalPlus or LiveCodeBench grader) is sent into the sandbox as source text: this
+module's source followed by the runner's. The runner reads its job from stdin in frames, forks a
+*worker* that runs the model's code, and prints one JSON result. Keeping secrets from the worker:
+
+* :func:`guard_runner` makes the runner non-dumpable (a same-uid worker can neither ptrace it nor
+  open ``/proc/<runner>/{mem,fd}``), moves the host channel (stdout) to a private fd and points fds
+  1 and 2 at /dev/null, and makes every forked child close stdin and that private fd at once.
+* Data a worker must not see (expected outputs) is read from stdin only *after* the worker is forked,
+  so it is neither in the worker's copy of memory nor readable from the worker's stdin.
+
+>>> r, w = os.pipe(); send_msg(w, "O", b"x"); os.close(w)
+>>> MsgReader(r).read(1.0)
+('O', b'x')
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import select
+import signal
+import struct
+import time
+
+PR_SET_DUMPABLE = 4
+_result_fd: int | None = None
+
+
+def read_exact(fd: int, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = os.read(fd, min(n - len(buf), 1 << 20))
+        if not chunk:
+            raise EOFError("input ended early")
+        buf += chunk
+    return bytes(buf)
+
+
+def read_frame(fd: int = 0) -> bytes:
+    """One length-prefixed frame (4-byte big-endian length) from ``fd``."""
+    (n,) = struct.unpack(">I", read_exact(fd, 4))
+    return read_exact(fd, n)
+
+
+def guard_runner() -> None:
+    """Call first thing in a runner (see the module docstring)."""
+    global _result_fd
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    _result_fd = os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    fd = _result_fd
+
+    def close_in_child() -> None:
+        for f in (0, fd):
+            try:
+                os.close(f)
+            except OSError:
+                pass
+
+    os.register_at_fork(after_in_child=close_in_child)
+
+
+def emit_result(obj) -> None:
+    """Write the runner's one JSON result to the host channel."""
+    data = (json.dumps(obj) + "\n").encode()
+    fd = _result_fd if _result_fd is not None else 1
+    while data:
+        n = os.write(fd, data)
+        data = data[n:]
+
+
+def send_msg(fd: int, kind: str, payload: bytes = b"") -> None:
+    """Worker -> runner message: 4-byte length, 1-byte kind, payload."""
+    data = struct.pack(">IB", len(payload), ord(kind)) + payload
+    while data:
+        n = os.write(fd, data)
+        data = data[n:]
+
+
+class MsgReader:
+    """Runner side of :func:`send_msg`, with deadlines and a size bound."""
+
+    def __init__(self, fd: int, max_payload: int = 1 << 30):
+        self.fd, self.max_payload, self.buf, self.eof = fd, max_payload, bytearray(), False
+
+    def read(self, timeout: float):
+        """The next (kind, payload); None at EOF; raises TimeoutError after ``timeout`` seconds."""
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            if len(self.buf) >= 5:
+                n, kind = struct.unpack(">IB", self.buf[:5])
+                if n > self.max_payload:
+                    raise ValueError(f"worker message of {n} bytes")
+                if len(self.buf) >= 5 + n:
+                    payload = bytes(self.buf[5:5 + n])
+                    del self.buf[:5 + n]
+                    return chr(kind), payload
+            if self.eof:
+                return None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if not ready:
+                raise TimeoutError
+            chunk = os.read(self.fd, 1 << 20)
+            if not chunk:
+                self.eof = True
+            self.buf += chunk
+
+
+def fork_worker(target, *args) -> tuple[int, int, int]:
+    """Fork a worker that waits for :func:`release` and then runs ``target(msg_fd, *args)``.
+
+    Returns (pid, message read fd, release write fd). The worker exits when ``target`` returns.
+    """
+    msg_r, msg_w = os.pipe()
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(msg_r)
+            os.close(go_w)
+            if os.read(go_r, 1) == b"1":
+                os.close(go_r)
+                target(msg_w, *args)
+        finally:
+            os._exit(0)
+    os.close(msg_w)
+    os.close(go_r)
+    return pid, msg_r, go_w
+
+
+def release(go_w: int) -> None:
+    os.write(go_w, b"1")
+    os.close(go_w)
+
+
+def kill_worker(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass

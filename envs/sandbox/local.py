@@ -1,0 +1,196 @@
+"""The ``local`` backend: executions forked from a confined fork server on this machine.
+
+One zygote process per :class:`LocalSandbox` (started on first use) holds the preloaded modules and
+the jail; each ``run`` is a fresh process tree in fresh namespaces with a fresh /tmp work dir (see
+:mod:`envs.sandbox._jail` for the tree and docs/SANDBOX.md for what each layer stops)::
+
+    from envs.sandbox import SandboxConfig, make_sandbox
+    sb = make_sandbox(SandboxConfig(backend="local"))
+    print(sb.run("import socket; socket.create_connection(('1.1.1.1', 53), 1)").stderr)  # unreachable
+    sb.close()
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Mapping
+from dataclasses import asdict
+from pathlib import Path
+
+from envs.sandbox.base import ExecResult, Sandbox, SandboxUnavailable
+from envs.sandbox.config import Limits, SandboxConfig
+
+log = logging.getLogger(__name__)
+_JAIL = Path(__file__).with_name("_jail.py")
+_LOADER = (
+    "import importlib.util, sys\n"
+    "spec = importlib.util.spec_from_file_location('lopd_jail', sys.argv[1])\n"
+    "mod = importlib.util.module_from_spec(spec)\n"
+    "spec.loader.exec_module(mod)\n"
+    "mod.zygote_main(sys.argv[2])\n"
+)
+_START_TIMEOUT_S = 60.0
+_warned: set[str] = set()
+
+
+def python_ro_paths() -> list[str]:
+    """Host paths the sandboxed interpreter needs: its installation and the venv (site-packages)."""
+    paths = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, sys.exec_prefix)}
+    return sorted(paths)
+
+
+class LocalSandbox(Sandbox):
+    """Namespaced subprocesses on this machine (``isolation='full'`` needs root)."""
+
+    name = "local"
+
+    def __init__(self, config: SandboxConfig | None = None, preload: tuple[str, ...] = ()):
+        super().__init__(config, preload)
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._dir: str | None = None
+        self._sock_path: str | None = None
+        self._isolation = ""
+
+    # ---- zygote lifecycle ------------------------------------------------------------------
+    def _start(self) -> None:
+        self._dir = tempfile.mkdtemp(prefix="lopd-sandbox-")
+        os.chmod(self._dir, 0o711)  # the jail's mount point lives here; nothing else is listable
+        self._sock_path = os.path.join(self._dir, "zygote.sock")
+        lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        lsock.bind(self._sock_path)
+        os.chmod(self._sock_path, 0o600)
+        lsock.listen(128)
+        cfg = {
+            "listen_fd": lsock.fileno(), "isolation": self.config.isolation, "preload": list(self.preload),
+            "ro_paths": python_ro_paths() + list(self.config.extra_ro_paths),
+            "uid_base": self.config.uid_base, "uid_count": self.config.uid_count, "tmp_dir": self._dir,
+        }
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}  # nothing of ours leaks in
+        log_path = os.path.join(self._dir, "zygote.log")
+        with open(log_path, "wb") as errlog:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-I", "-c", _LOADER, str(_JAIL), json.dumps(cfg)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog, env=env,
+                pass_fds=[lsock.fileno()], start_new_session=True, cwd="/",
+            )
+        lsock.close()
+        ready, _, _ = select.select([self._proc.stdout], [], [], _START_TIMEOUT_S)
+        line = self._proc.stdout.readline() if ready else b""
+        try:
+            msg = json.loads(line) if line else {"ok": False, "error": "no answer from the sandbox process"}
+        except ValueError:
+            msg = {"ok": False, "error": f"unreadable answer {line[:200]!r}"}
+        if not msg.get("ok"):
+            detail = Path(log_path).read_text(errors="replace")[-2000:]
+            self.close()
+            hint = ("run as root for isolation='full', or set sandbox isolation to 'auto'/'none'"
+                    if self.config.isolation == "full" else "see the log above")
+            raise SandboxUnavailable(f"local sandbox failed to start: {msg.get('error')}; {hint}\n{detail}")
+        self._isolation = msg["isolation"]
+        if msg.get("warning") and msg["warning"] not in _warned:
+            _warned.add(msg["warning"])
+            log.warning("local sandbox runs WITHOUT isolation (%s): the network and the filesystem are "
+                        "NOT isolated; only rlimits, a process group and a clean environment apply. "
+                        "Run as root or use the docker backend for untrusted code.", msg["warning"])
+
+    def _ensure(self) -> str:
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                if self._proc is not None:
+                    self.close()
+                self._start()
+            return self._sock_path
+
+    @property
+    def isolation(self) -> str:
+        self._ensure()
+        return self._isolation
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            try:
+                proc.stdin.close()  # the zygote exits on EOF
+                proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                proc.kill()
+                proc.wait()
+            if proc.stdout:
+                proc.stdout.close()
+        if self._dir:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # ---- executions -------------------------------------------------------------------------
+    def run(self, program: str, *, stdin: bytes = b"", files: Mapping[str, bytes | str] | None = None,
+            limits: Limits | None = None) -> ExecResult:
+        limits = limits or self.config.limits
+        header = {
+            "program": program,
+            "files": {k: base64.b64encode(v.encode() if isinstance(v, str) else v).decode()
+                      for k, v in (files or {}).items()},
+            "limits": asdict(limits),
+            "stdin_len": len(stdin),
+        }
+        for attempt in range(2):  # a zygote that died in between is restarted once
+            path = self._ensure()
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.settimeout(limits.timeout_s + 30.0)
+                try:
+                    sock.connect(path)
+                except (FileNotFoundError, ConnectionRefusedError):
+                    if attempt == 0:
+                        with self._lock:
+                            if self._proc is not None and self._proc.poll() is None:
+                                self._proc.kill()
+                        continue
+                    raise
+                payload = json.dumps(header).encode()
+                sock.sendall(len(payload).to_bytes(4, "big") + payload)
+                if stdin:
+                    sock.sendall(stdin)
+                reply = json.loads(_recv_frame(sock))
+                break
+            except (OSError, EOFError, ValueError) as e:
+                return ExecResult(exit_code=None, backend=self.name, isolation=self._isolation,
+                                  error=f"sandbox connection failed: {type(e).__name__}: {e}")
+            finally:
+                sock.close()
+        return ExecResult(
+            exit_code=reply.get("exit_code"), signal=reply.get("signal"),
+            stdout=base64.b64decode(reply.get("stdout", "")), stderr=base64.b64decode(reply.get("stderr", "")),
+            timed_out=bool(reply.get("timed_out")), output_truncated=bool(reply.get("truncated")),
+            duration_s=float(reply.get("duration", 0.0)), backend=self.name,
+            isolation=reply.get("isolation", self._isolation), error=reply.get("error"),
+        )
+
+
+def _recv_frame(sock: socket.socket) -> bytes:
+    def exact(n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = sock.recv(min(1 << 20, n - len(buf)))
+            if not chunk:
+                raise EOFError("sandbox closed the connection")
+            buf += chunk
+        return bytes(buf)
+
+    return exact(int.from_bytes(exact(4), "big"))
