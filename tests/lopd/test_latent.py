@@ -84,3 +84,71 @@ def test_inject_batch_rows():
     assert out[0, 1:3].eq(1).all() and out[0, [0, 3]].eq(0).all() and out[1].eq(0).all()
     out.sum().backward()
     assert lat.grad.eq(1).all()
+
+
+# ---- the paper's check: token-id path == embedding path when latents are real embeddings ----
+
+@pytest.fixture(scope="module")
+def tiny():
+    from harness.models import build_tiny_model
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield build_tiny_model("1m", seed=0)
+    torch.set_num_threads(n)
+
+
+def _latent_prompt(tok, n_latents):
+    messages = [{"role": "system", "content": "You are a shop assistant."},
+                {"role": "user", "content": frame_user_message("Buy 2 apples, then pay.")}]
+    text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return encode_with_latents(tok, text, n_latents)
+
+
+def test_token_path_and_embedding_path_agree(tiny):
+    from harness.engines import EmbedOverride, HFEngine, SamplingParams
+
+    model, tok = tiny
+    enc = _latent_prompt(tok, 8)
+    real = tok.encode(" apple pear milk checkout price cart", add_special_tokens=False)[:8]
+    assert len(real) == 8
+    token_ids = list(enc.ids)
+    for p, t in zip(enc.positions, real):
+        token_ids[p] = t
+    latents = model.get_input_embeddings().weight[real].detach().clone()
+    override = EmbedOverride(enc.positions, latents)
+    other = tok.encode("<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", add_special_tokens=False)
+    eng = HFEngine(model, tok, prefix_cache=False)
+    greedy = SamplingParams(temperature=0, max_new_tokens=16, ignore_eos=True)
+    # Batched with a shorter plain prompt, so the override positions shift under left padding.
+    by_ids = eng.generate([token_ids, other], greedy)
+    by_emb = eng.generate([enc.ids, other], greedy, overrides=[override, None])
+    assert by_ids[0].token_ids == by_emb[0].token_ids
+    assert max(abs(a - b) for a, b in zip(by_ids[0].logprobs, by_emb[0].logprobs)) <= 1e-5
+    assert by_ids[1].token_ids == by_emb[1].token_ids
+    # Scoring: the teacher's view of the same trajectory through both paths.
+    gen = by_ids[0].token_ids
+    s_ids = eng.score([token_ids + gen], top_k=20, start=1)[0]
+    s_emb = eng.score([enc.ids + gen], top_k=20, start=1, overrides=[override])[0]
+    # The "actual token" at a latent slot is the real token on one path and the placeholder on
+    # the other; every other position must agree, and the distributions agree everywhere.
+    keep = torch.tensor([t not in enc.positions for t in range(1, len(token_ids) + len(gen))])
+    assert keep.sum() > len(gen)
+    assert torch.allclose(s_ids.token_logprobs[keep], s_emb.token_logprobs[keep], atol=1e-5)
+    assert torch.equal(s_ids.topk_ids, s_emb.topk_ids)
+    assert torch.allclose(s_ids.topk_logprobs, s_emb.topk_logprobs, atol=1e-5)
+    # Control: other latents change the teacher's distribution, so the check can fail.
+    noisy = EmbedOverride(enc.positions, latents + torch.randn_like(latents))
+    s_noise = eng.score([enc.ids + gen], top_k=20, start=1, overrides=[noisy])[0]
+    assert (s_noise.token_logprobs - s_ids.token_logprobs).abs().max() > 1e-3
+
+
+def test_latents_get_gradients_through_the_model(tiny):
+    model, tok = tiny
+    enc = _latent_prompt(tok, 4)
+    latents = torch.randn(4, model.config.hidden_size, requires_grad=True)
+    embeds = embed_with_latents(model.get_input_embeddings(), torch.tensor(enc.ids), enc.positions, latents)
+    logits = model(inputs_embeds=embeds[None]).logits
+    torch.log_softmax(logits[0, -1], -1)[5].backward()
+    assert latents.grad is not None and latents.grad.abs().sum() > 0
+    model.zero_grad(set_to_none=True)
