@@ -13,7 +13,8 @@ End-to-end (upstream ``agent_eval`` + ``agent_checker``), quirks kept:
 
 Process accuracy (upstream ``agent_eval_process``): 1.0 for an end-to-end success; otherwise
 the share of milestone calls found, in order, as a subsequence of the model's executed call
-messages (compared after ``strip``). With several alternative milestone lists the best rounded
+messages (compared after ``strip``); the search never goes back, so a milestone that is not
+found uses up the rest of the messages and no later one can match. With several alternative milestone lists the best rounded
 share counts; with one list the unrounded share counts. The category mean is rounded to 3 places.
 
 >>> agent_state_check([{"BaseApi": {"wifi": True}}], [{"BaseApi": {"wifi": True, "logged_in": False}}])["valid"]
