@@ -130,6 +130,7 @@ class EnvScalerEnv(ToolEnv):
         self.instance: Any = None
         self.init_state: dict[str, Any] = {}
         self.score: ChecklistScore | None = None
+        self._by_id: dict[str, Task] | None = None
 
     # ---- records -> tasks ----------------------------------------------------------------
     def _paths(self) -> tuple[PathsArg, PathsArg]:
@@ -176,12 +177,13 @@ class EnvScalerEnv(ToolEnv):
         return list(self._tasks or [])
 
     def task_by_id(self, task_id: str) -> Task:
-        try:
-            return super().task_by_id(task_id)
-        except KeyError:
-            if task_id in self.skipped:
-                raise KeyError(f"scenario {task_id!r} cannot run: {self.skipped[task_id]}") from None
-            raise
+        if self._by_id is None:  # loads (once) and indexes every task, whatever the split filter
+            self._by_id = {t.task_id: t for t in self.all_tasks()}
+        if task_id in self._by_id:
+            return self._by_id[task_id]
+        if task_id in self.skipped:
+            raise KeyError(f"scenario {task_id!r} cannot run: {self.skipped[task_id]}")
+        raise KeyError(f"{type(self).__name__} has no task {task_id!r}")
 
     # ---- one episode -------------------------------------------------------------------------
     def setup(self, task: Task) -> ToolSet:

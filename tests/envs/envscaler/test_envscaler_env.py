@@ -246,3 +246,17 @@ def test_system_prompt_options():
     env = make(system="Be brief.")
     _, info = env.reset(options={"task_id": "env_tiny-task_1"})
     assert info["messages"][0]["content"].startswith("Be brief.\n\n# Tools")
+
+
+def test_records_load_once(monkeypatch):
+    import envs.envscaler.env as env_mod
+
+    calls = []
+    real = env_mod.load_envs
+    monkeypatch.setattr(env_mod, "load_envs", lambda p: calls.append(p) or real(p))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        env = EnvScalerEnv(FIX / "envs.jsonl", FIX / "scenarios.jsonl")
+        for _ in range(3):
+            env.reset(options={"task_id": "env_tiny-task_1"})
+    assert len(calls) == 1

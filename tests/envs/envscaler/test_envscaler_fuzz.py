@@ -1,4 +1,5 @@
 """No action may raise from EnvScalerEnv.step: every defect is an observation or an ended episode."""
+
 import json
 import warnings
 from pathlib import Path
@@ -16,11 +17,29 @@ json_values = st.recursive(
     max_leaves=12,
 )
 names = st.sampled_from(
-    ["find_account", "deposit", "transfer", "audit", "registry_size", "ghost_tool", "_close_all", "__init__",
-     "accounts", "__class__", "chat_with_user", ""]
+    [
+        "find_account",
+        "deposit",
+        "transfer",
+        "audit",
+        "registry_size",
+        "ghost_tool",
+        "_close_all",
+        "__init__",
+        "accounts",
+        "__class__",
+        "chat_with_user",
+        "",
+    ]
 ) | st.text(max_size=8)
-args = st.dictionaries(st.sampled_from(["owner", "account_id", "amount", "from_id", "to_id", "content", "x"]),
-                       json_values, max_size=3) | json_values
+args = (
+    st.dictionaries(
+        st.sampled_from(["owner", "account_id", "amount", "from_id", "to_id", "content", "x"]),
+        json_values,
+        max_size=3,
+    )
+    | json_values
+)
 calls = st.builds(lambda n, a: json.dumps({"name": n, "arguments": a}), names, args)
 fragments = st.one_of(
     st.text(max_size=60),
