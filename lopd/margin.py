@@ -1,0 +1,180 @@
+"""The composer's loss: distillation KL, privileged margin with a dual variable, and the anchor.
+
+Per rollout i with outcome reward r in [0, 1] and A = 2r - 1:
+
+- kl_i      = mean over supervised tokens of KL(student.detach || teacher_phi), top-k + tail buckets;
+- Delta_i   = A * mean over action tokens of (log pi_teacher_phi(a) - stopgrad log pi_student(a));
+- anchor_i  = mean((c_phi - c_phi0)^2) over the rollout's latent context;
+- loss_i    = kl_i + beta * (m - Delta_i) + lambda * anchor_i; the step's loss is the mean over i.
+
+After the step, :class:`DualVariable` does beta <- max(0, beta + eta * (m - mean Delta)); the loss
+used beta from before the update. The student is detached everywhere here, so it gets no margin,
+anchor or composer-KL gradient; the composer gets gradients only through the teacher's logits
+and (anchor) its own latents.
+
+One composer step, with the teacher forward run WITH gradients on the composer's latents::
+
+    terms = composer_terms(al.teacher(teacher_logits), al.student(student_logits), al.targets,
+                           al.mask, rewards, latents, anchor_latents, top_k=20)
+    loss, stats = composer_loss(terms, beta=dual.value, cfg=margin_cfg)
+    loss.backward(); optimiser.step()
+    dual.update(terms.delta, al.counts)        # after the step; all-reduce delta first when distributed
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from lopd.config import MarginConfig
+from lopd.losses import log_probs_at, sequence_mean, teacher_topk, token_log_probs, topk_tail_kl
+
+
+def outcome_advantage(rewards: Tensor) -> Tensor:
+    """A = 2r - 1 for outcome rewards in [0, 1] (success +1, failure -1).
+
+    >>> outcome_advantage(torch.tensor([1.0, 0.0, 0.25]))
+    tensor([ 1.0000, -1.0000, -0.5000])
+    """
+    rewards = rewards.float()
+    if bool(((rewards < 0) | (rewards > 1) | torch.isnan(rewards)).any()):
+        raise ValueError(f"outcome rewards must lie in [0, 1], got {rewards.tolist()}")
+    return 2.0 * rewards - 1.0
+
+
+def composer_kl(teacher_logits: Tensor, student_logits: Tensor, mask: Tensor, *, top_k: int = 20,
+                topk_ids: Tensor | None = None) -> Tensor:
+    """kl_i: per-rollout mean over tokens of KL(student.detach || teacher_phi) -> [B].
+
+    ``teacher_logits``, ``student_logits`` [B, N, V] at aligned supervised positions. Buckets: the
+    teacher's top-k ids (``topk_ids`` [B, N, k] if given, e.g. those kept at scoring time) + tail.
+    """
+    if topk_ids is None:
+        topk_ids, _ = teacher_topk(teacher_logits.detach(), top_k)
+    t_logp = log_probs_at(teacher_logits, topk_ids)
+    per_token = topk_tail_kl(student_logits.detach(), topk_ids, t_logp, "reverse")
+    return sequence_mean(per_token, mask)
+
+
+def privileged_margin(teacher_logp: Tensor, student_logp: Tensor, mask: Tensor, advantages: Tensor) -> Tensor:
+    """Delta_i = A_i * mean over masked tokens of (teacher_logp - stopgrad student_logp) -> [B].
+
+    ``teacher_logp``, ``student_logp`` [B, N]: log-probs of the sampled action tokens.
+    """
+    return advantages.float() * sequence_mean(teacher_logp.float() - student_logp.detach().float(), mask)
+
+
+def anchor_penalty(latents: Sequence[Tensor] | Tensor, anchor_latents: Sequence[Tensor] | Tensor) -> Tensor:
+    """anchor_i = mean((c_phi - c_phi0)^2) per rollout -> [B]; c_phi0 is detached.
+
+    Each entry is one rollout's whole latent context ([n_latents_total, d]); an empty context gives 0.
+    """
+    if len(latents) != len(anchor_latents):
+        raise ValueError(f"{len(latents)} latent contexts but {len(anchor_latents)} anchors")
+    out = []
+    for c, c0 in zip(latents, anchor_latents):
+        if c.shape != c0.shape:
+            raise ValueError(f"latent context {tuple(c.shape)} and anchor {tuple(c0.shape)} differ in shape")
+        diff = c.float() - c0.detach().float()
+        out.append(diff.pow(2).mean() if diff.numel() else diff.sum())
+    return torch.stack(out) if out else torch.zeros(0)
+
+
+@dataclass
+class ComposerTerms:
+    """Per-rollout terms of the composer loss, each [B]."""
+
+    kl: Tensor
+    """kl_i (gradients into the teacher's logits)."""
+    delta: Tensor
+    """Delta_i (gradients into the teacher's logits)."""
+    anchor: Tensor
+    """anchor_i (gradients into the latents)."""
+
+
+def composer_terms(teacher_logits: Tensor, student_logits: Tensor, targets: Tensor, mask: Tensor,
+                   rewards: Tensor, latents: Sequence[Tensor] | Tensor, anchor_latents: Sequence[Tensor] | Tensor,
+                   *, top_k: int = 20, topk_ids: Tensor | None = None, action_mask: Tensor | None = None,
+                   student_logp: Tensor | None = None) -> ComposerTerms:
+    """All three per-rollout terms from aligned [B, N, V] logits.
+
+    ``targets`` [B, N] are the sampled tokens; ``mask`` [B, N] the supervised positions;
+    ``action_mask`` (default ``mask``) the action tokens Delta averages over; ``rewards`` [B] in
+    [0, 1]; ``latents``/``anchor_latents`` one latent context per rollout. ``student_logits`` are
+    detached here; ``student_logp`` optionally replaces the student's log-probs of ``targets`` (e.g.
+    those saved at the student's own forward, as the authors' code does).
+    """
+    adv = outcome_advantage(rewards).to(teacher_logits.device)
+    kl = composer_kl(teacher_logits, student_logits, mask, top_k=top_k, topk_ids=topk_ids)
+    t_lp = token_log_probs(teacher_logits, targets)
+    s_lp = token_log_probs(student_logits.detach(), targets) if student_logp is None else student_logp
+    delta = privileged_margin(t_lp, s_lp, mask if action_mask is None else action_mask, adv)
+    return ComposerTerms(kl=kl, delta=delta, anchor=anchor_penalty(latents, anchor_latents).to(kl.device))
+
+
+def composer_loss(terms: ComposerTerms, beta: float, cfg: MarginConfig | None = None) -> tuple[Tensor, dict[str, float]]:
+    """mean_i [kl_i + beta * (m - Delta_i) + lambda * anchor_i] and its parts as floats.
+
+    >>> t = ComposerTerms(kl=torch.tensor([0.5, 0.1]), delta=torch.tensor([0.2, -0.1]), anchor=torch.tensor([1.0, 0.0]))
+    >>> loss, _ = composer_loss(t, beta=2.0, cfg=MarginConfig(margin=0.05, anchor_weight=0.2))
+    >>> round(float(loss), 6)  # (0.5 + 2*(0.05-0.2) + 0.2) / 2 + (0.1 + 2*(0.05+0.1)) / 2
+    0.4
+    """
+    cfg = cfg or MarginConfig()
+    per = terms.kl + beta * (cfg.margin - terms.delta) + cfg.anchor_weight * terms.anchor
+    loss = per.mean() if per.numel() else per.sum()
+    with torch.no_grad():
+        stats = {"composer_loss": float(loss), "kl": float(terms.kl.mean()) if per.numel() else 0.0,
+                 "delta": float(terms.delta.mean()) if per.numel() else 0.0,
+                 "anchor": float(terms.anchor.mean()) if per.numel() else 0.0, "beta": float(beta)}
+    return loss, stats
+
+
+class DualVariable:
+    """beta for the privileged margin: dual ascent beta <- max(0, beta + eta * (m - mean Delta)).
+
+    >>> dual = DualVariable(MarginConfig(margin=0.05, dual_lr=0.5))
+    >>> round(dual.update(torch.tensor([0.0, -0.1])), 6)   # mean Delta -0.05 < m: violated, beta rises
+    0.05
+    >>> dual.update(torch.tensor([1.0]))          # satisfied: beta falls, clipped at 0
+    0.0
+    """
+
+    def __init__(self, cfg: MarginConfig | None = None):
+        self.cfg = cfg or MarginConfig()
+        self.value = float(self.cfg.beta_init)
+        if self.value < 0:
+            raise ValueError(f"beta_init must be >= 0, got {self.value}")
+
+    def mean_delta(self, delta: Tensor, token_counts: Tensor | None = None) -> float:
+        """Mean Delta over rollouts (paper) or weighted by ``token_counts`` (``dual_mean="token_weighted"``)."""
+        delta = delta.detach().double()
+        if delta.numel() == 0:
+            raise ValueError("no Delta to update the dual variable with")
+        if self.cfg.dual_mean == "token_weighted":
+            if token_counts is None:
+                raise ValueError("dual_mean='token_weighted' needs the per-rollout token counts")
+            w = token_counts.detach().double().to(delta.device)
+            return float((delta * w).sum() / w.sum().clamp(min=1))
+        return float(delta.mean())
+
+    def update(self, delta: Tensor, token_counts: Tensor | None = None) -> float:
+        """One ascent step from this step's per-rollout Delta [B]; returns the new beta.
+
+        With several ranks, gather every rollout's Delta (and counts) first so all ranks agree.
+        """
+        step = self.cfg.dual_lr * (self.cfg.margin - self.mean_delta(delta, token_counts))
+        self.value = max(0.0, self.value + step)
+        return self.value
+
+    def state_dict(self) -> dict[str, float]:
+        return {"beta": self.value}
+
+    def load_state_dict(self, state: dict[str, float]) -> None:
+        beta = float(state["beta"])
+        if not beta >= 0:
+            raise ValueError(f"a saved beta must be >= 0, got {beta}")
+        self.value = beta
