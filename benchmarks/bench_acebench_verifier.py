@@ -25,8 +25,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from envs.acebench.data import ALL_CATEGORIES, Entry, load_category  # noqa: E402
-from envs.acebench.ground_truth import (milestone_lists, normal_output, repair_milestone,  # noqa: E402
-                                        replay_agent, special_output)
+from envs.acebench.ground_truth import (
+    milestone_lists,
+    normal_output,
+    repair_milestone,  # noqa: E402
+    replay_agent,
+    special_output,
+)
 from envs.acebench.scoring import verdict  # noqa: E402
 
 
@@ -74,8 +79,10 @@ def main() -> int:
         for fam in ("normal", "special", "agent"):
             runs[fam].append(len(cases[fam]) / time_family(cases[fam]))
         runs["agent_replay"].append(len(cases["agent"]) / time_agent_replay(cases["agent"]))
-    print(f"python {platform.python_version()} on {platform.machine()}, {args.repeats} repeats, "
-          f"languages {args.languages}")
+    print(
+        f"python {platform.python_version()} on {platform.machine()}, {args.repeats} repeats, "
+        f"languages {args.languages}"
+    )
     print("| family | entries | median entries/s | min | max |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for fam, rates in runs.items():

@@ -14,10 +14,12 @@ End-to-end (upstream ``agent_eval`` + ``agent_checker``), quirks kept:
 Process accuracy (upstream ``agent_eval_process``): 1.0 for an end-to-end success; otherwise
 the share of milestone calls found, in order, as a subsequence of the model's executed call
 messages (compared after ``strip``); the search never goes back, so a milestone that is not
-found uses up the rest of the messages and no later one can match. With several alternative milestone lists the best rounded
-share counts; with one list the unrounded share counts. The category mean is rounded to 3 places.
+found uses up the rest of the messages and no later one can match. With several alternative
+milestone lists the best rounded share counts; with one list the unrounded share counts. The
+category mean is rounded to 3 places.
 
->>> agent_state_check([{"BaseApi": {"wifi": True}}], [{"BaseApi": {"wifi": True, "logged_in": False}}])["valid"]
+>>> saved = [{"BaseApi": {"wifi": True}}]
+>>> agent_state_check(saved, [{"BaseApi": {"wifi": True, "logged_in": False}}])["valid"]
 True
 >>> round(process_accuracy(["[a()]", "[x()]", "[b()]"], ["[a()]", "[b()]", "[c()]"]), 3)
 0.667
@@ -34,8 +36,11 @@ def _compare_class(saved: dict[str, Any], answer: dict[str, Any]) -> dict[str, A
     expected_attrs = answer[scenario]
     saved_attrs = next(iter(saved.values()))
     if not isinstance(saved_attrs, dict) or not isinstance(expected_attrs, dict):
-        return {"valid": False, "error": ["the official checker raises on this entry: state is not an object"],
-                "error_type": "checker_error"}
+        return {
+            "valid": False,
+            "error": ["the official checker raises on this entry: state is not an object"],
+            "error_type": "checker_error",
+        }
     for attr, value in saved_attrs.items():
         if attr not in expected_attrs:
             result["valid"] = False
@@ -47,19 +52,27 @@ def _compare_class(saved: dict[str, Any], answer: dict[str, Any]) -> dict[str, A
                 for key, want in expected.items():
                     if key not in value:
                         result["valid"] = False
-                        result["error"].append(f"class({scenario}) attributes({attr}) wrong, [expected: {expected}, "
-                                               f"real: {value}]")
+                        result["error"].append(
+                            f"class({scenario}) attributes({attr}) wrong, [expected: {expected}, "
+                            f"real: {value}]"
+                        )
                     elif want != value[key]:
                         result["valid"] = False
-                        result["error"].append(f"class({scenario}) attributes({attr}.{key}) wrong, [expected: "
-                                               f"{want}, real: {value[key]}]")
+                        result["error"].append(
+                            f"class({scenario}) attributes({attr}.{key}) wrong, [expected: "
+                            f"{want}, real: {value[key]}]"
+                        )
             elif expected != value:
                 result["valid"] = False
-                result["error"].append(f"class({scenario}) attributes({attr}) wrong, [expected: {expected}, "
-                                       f"real: {value}]")
+                result["error"].append(
+                    f"class({scenario}) attributes({attr}) wrong, [expected: {expected}, real: {value}]"
+                )
         except (TypeError, KeyError, IndexError) as e:
-            return {"valid": False, "error": [f"the official checker raises on this entry: {e}"],
-                    "error_type": "checker_error"}
+            return {
+                "valid": False,
+                "error": [f"the official checker raises on this entry: {e}"],
+                "error_type": "checker_error",
+            }
     return result
 
 
@@ -67,8 +80,11 @@ def agent_state_check(saved: Any, answer: Any) -> dict[str, Any]:
     """End-to-end verdict {valid, error, error_type} of saved class states against the answer."""
     answers = answer if isinstance(answer, list) else [answer]
     if not isinstance(saved, list):
-        return {"valid": False, "error": ["result must be a list of {class: attributes}"],
-                "error_type": "wrong_output_format"}
+        return {
+            "valid": False,
+            "error": ["result must be a list of {class: attributes}"],
+            "error_type": "wrong_output_format",
+        }
     out: dict[str, Any] = {"valid": True, "error": [], "error_type": ""}
     if len(answers) != len(saved):
         out.update(valid=False, error_type="wrong number of class")
@@ -76,8 +92,11 @@ def agent_state_check(saved: Any, answer: Any) -> dict[str, Any]:
     last: dict[str, Any] = {"valid": True}
     for expected in answers:
         if not isinstance(expected, dict) or not expected:
-            return {"valid": False, "error": ["the official checker raises on this entry: bad answer"],
-                    "error_type": "checker_error"}
+            return {
+                "valid": False,
+                "error": ["the official checker raises on this entry: bad answer"],
+                "error_type": "checker_error",
+            }
         keys = set(expected)
         match = next((s for s in saved if isinstance(s, dict) and set(s) == keys), None)
         if match:

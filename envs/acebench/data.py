@@ -113,14 +113,24 @@ def load_category(language: str, category: str) -> tuple[Entry, ...]:
     out = []
     for q, a in zip(questions, answers):
         if q.get("id") != a.get("id"):
-            raise ValueError(f"{category} ({language}): question id {q.get('id')!r} != answer id {a.get('id')!r}")
-        out.append(Entry(
-            id=q["id"], category=category, language=language, question=q.get("question", ""),
-            functions=list(q.get("function") or []), ground_truth=a.get("ground_truth"),
-            time=q.get("time") or "", profile=q.get("profile"), mile_stone=a.get("mile_stone"),
-            initial_config=dict(q.get("initial_config") or {}),
-            involved_classes=list(q.get("involved_classes") or []),
-        ))
+            raise ValueError(
+                f"{category} ({language}): question id {q.get('id')!r} != answer id {a.get('id')!r}"
+            )
+        out.append(
+            Entry(
+                id=q["id"],
+                category=category,
+                language=language,
+                question=q.get("question", ""),
+                functions=list(q.get("function") or []),
+                ground_truth=a.get("ground_truth"),
+                time=q.get("time") or "",
+                profile=q.get("profile"),
+                mile_stone=a.get("mile_stone"),
+                initial_config=dict(q.get("initial_config") or {}),
+                involved_classes=list(q.get("involved_classes") or []),
+            )
+        )
     return tuple(out)
 
 

@@ -57,6 +57,7 @@ class Decoded:
 
 # ---- the normal-eval decoder (model_inference.utils.decode_ast) -------------------------------
 
+
 def _call_name(func: ast.AST) -> str:
     parts = []
     while isinstance(func, ast.Attribute):
@@ -79,15 +80,32 @@ def _negate_operand(node: ast.UnaryOp) -> Any:
 
 
 _BINOPS = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
-    ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitOr: operator.or_,
-    ast.BitAnd: operator.and_, ast.BitXor: operator.xor,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
+    ast.BitOr: operator.or_,
+    ast.BitAnd: operator.and_,
+    ast.BitXor: operator.xor,
 }
 _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert}
-_CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-        ast.Gt: operator.gt, ast.GtE: operator.ge, ast.In: lambda a, b: a in b,
-        ast.NotIn: lambda a, b: a not in b, ast.Is: operator.is_, ast.IsNot: operator.is_not}
+_CMP = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+}
 
 
 def _size(v: Any) -> int:
@@ -109,7 +127,11 @@ def _guard_binop(op: type, a: Any, b: Any) -> None:
         raise DecodeError("shift too large to evaluate")
     if op is ast.Mult:
         for seq, k in ((a, b), (b, a)):
-            if isinstance(seq, (str, bytes, list, tuple)) and isinstance(k, int) and len(seq) * max(k, 0) > _MAX_SEQ:
+            if (
+                isinstance(seq, (str, bytes, list, tuple))
+                and isinstance(k, int)
+                and len(seq) * max(k, 0) > _MAX_SEQ
+            ):
                 raise DecodeError("repetition too large to evaluate")
 
 
@@ -119,7 +141,13 @@ def _literal_eval(node: ast.AST) -> Any:
         return node.value
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         items = [_literal_eval(e) for e in node.elts]
-        return items if isinstance(node, ast.List) else tuple(items) if isinstance(node, ast.Tuple) else set(items)
+        return (
+            items
+            if isinstance(node, ast.List)
+            else tuple(items)
+            if isinstance(node, ast.Tuple)
+            else set(items)
+        )
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             raise DecodeError("dict unpacking is not evaluated")
@@ -206,11 +234,16 @@ def remove_whitespace(text: str) -> str:
 def decode_prompt(text: Any) -> Decoded:
     """Decode a prompt-format output exactly as ACEBench's normal evaluator does."""
     if not isinstance(text, str):
-        return Decoded(None, f"Invalid syntax. Failed to decode AST. '{type(text).__name__}' object has no "
-                             "attribute 'split'", repr(text)[:200])
+        return Decoded(
+            None,
+            f"Invalid syntax. Failed to decode AST. '{type(text).__name__}' object has no attribute 'split'",
+            repr(text)[:200],
+        )
     raw = remove_whitespace(text)
     if len(raw) > MAX_DECODE_CHARS:
-        return Decoded(None, f"Invalid syntax. Failed to decode AST. output longer than {MAX_DECODE_CHARS}", raw[:200])
+        return Decoded(
+            None, f"Invalid syntax. Failed to decode AST. output longer than {MAX_DECODE_CHARS}", raw[:200]
+        )
     try:
         body = ast.parse(raw, mode="eval").body
         if not isinstance(body, (ast.List, ast.Tuple, ast.Set)):

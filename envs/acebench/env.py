@@ -51,8 +51,14 @@ def tool_schema(doc: dict[str, Any]) -> dict[str, Any]:
     if params.get("type") in (None, "dict"):
         params["type"] = "object"
     params.setdefault("properties", {})
-    return {"type": "function", "function": {"name": str(doc.get("name", "")),
-                                             "description": str(doc.get("description", "")), "parameters": params}}
+    return {
+        "type": "function",
+        "function": {
+            "name": str(doc.get("name", "")),
+            "description": str(doc.get("description", "")),
+            "parameters": params,
+        },
+    }
 
 
 def _not_executable(**_: Any) -> str:
@@ -78,9 +84,17 @@ def _visible_text(action: Any) -> str:
 class _AceBenchEnv(ToolEnv):
     family = ""
 
-    def __init__(self, language: str = "en", categories: Sequence[str] | None = None, format: str = "prompt",
-                 *, entries: Sequence[Entry] | None = None, split: str | None = None,
-                 max_steps: int | None = None, render_mode: str | None = None):
+    def __init__(
+        self,
+        language: str = "en",
+        categories: Sequence[str] | None = None,
+        format: str = "prompt",
+        *,
+        entries: Sequence[Entry] | None = None,
+        split: str | None = None,
+        max_steps: int | None = None,
+        render_mode: str | None = None,
+    ):
         if format not in FORMATS:
             raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
         if language not in ("en", "zh"):
@@ -97,8 +111,12 @@ class _AceBenchEnv(ToolEnv):
         return [self._task(e) for e in entries]
 
     def _task(self, entry: Entry) -> Task:
-        return Task(entry.id, prompts.single_turn_user(entry.question, entry.language), split="eval",
-                    data={"entry": entry, "category": entry.category})
+        return Task(
+            entry.id,
+            prompts.single_turn_user(entry.question, entry.language),
+            split="eval",
+            data={"entry": entry, "category": entry.category},
+        )
 
     def entry(self) -> Entry:
         assert self.task is not None
@@ -137,8 +155,13 @@ class _SingleTurnEnv(_AceBenchEnv):
         self.done, self.final_reward = True, reward
         new = [{"role": "assistant", "content": step.text}]
         self.messages.extend(new)
-        info = {"step": step, "messages": new, "final_reward": reward, "verify_error": None,
-                "verdict": verdict.row()}
+        info = {
+            "step": step,
+            "messages": new,
+            "final_reward": reward,
+            "verify_error": None,
+            "verdict": verdict.row(),
+        }
         return "", reward, True, False, copy.deepcopy(info)
 
     def verify(self, task: Task, state: Any) -> float:
@@ -155,16 +178,22 @@ class AceBenchNormalEnv(_SingleTurnEnv):
         text = action if isinstance(action, str) else repr(action)
         step = Step(index=0, text=text)
         if not isinstance(action, str) or len(action) > MAX_TEXT:
-            return Verdict(entry.id, entry.category, False, "wrong_output_format",
-                           [f"the response must be a string of at most {MAX_TEXT} characters"]), step
+            return Verdict(
+                entry.id,
+                entry.category,
+                False,
+                "wrong_output_format",
+                [f"the response must be a string of at most {MAX_TEXT} characters"],
+            ), step
         if self.format == "fc":
             parsed = parse_tool_calls(action)
             step.parse_error = parsed.error
             step.calls = [CallRecord(c.name, c.arguments, c.error) for c in parsed.calls]
             if parsed.calls:
                 if parsed.error or any(not c.ok for c in parsed.calls):
-                    return Verdict(entry.id, entry.category, False, "wrong_output_format",
-                                   [e for e in parsed.errors]), step
+                    return Verdict(
+                        entry.id, entry.category, False, "wrong_output_format", [e for e in parsed.errors]
+                    ), step
                 calls = [{c.name: c.arguments} for c in parsed.calls]
                 return verdict_normal(entry, calls, fc=True), step
             return verdict_normal(entry, parsed.content), step
@@ -181,8 +210,13 @@ class AceBenchSpecialEnv(_SingleTurnEnv):
         text = action if isinstance(action, str) else repr(action)
         step = Step(index=0, text=text)
         if not isinstance(action, str) or len(action) > MAX_TEXT:
-            return Verdict(entry.id, entry.category, False, "error_detection",
-                           [f"the response must be a string of at most {MAX_TEXT} characters"]), step
+            return Verdict(
+                entry.id,
+                entry.category,
+                False,
+                "error_detection",
+                [f"the response must be a string of at most {MAX_TEXT} characters"],
+            ), step
         return verdict_special(entry, _visible_text(action)), step
 
 
@@ -193,14 +227,26 @@ class AceBenchAgentEnv(_AceBenchEnv):
     max_steps = 40
     max_messages = 40
 
-    def __init__(self, language: str = "en", categories: Sequence[str] | None = None, format: str = "prompt",
-                 *, user_simulator: Any = None, user_generate: Any = None, **kwargs: Any):
+    def __init__(
+        self,
+        language: str = "en",
+        categories: Sequence[str] | None = None,
+        format: str = "prompt",
+        *,
+        user_simulator: Any = None,
+        user_generate: Any = None,
+        **kwargs: Any,
+    ):
         super().__init__(language, categories, format, **kwargs)
         if user_simulator is not None and user_generate is not None:
             raise ValueError("give user_simulator or user_generate, not both")
         if user_generate is not None:
             user_simulator = EngineUserSimulator(user_generate)
-        if user_simulator is not None and not callable(user_simulator) and not isinstance(user_simulator, UserSimulator):
+        if (
+            user_simulator is not None
+            and not callable(user_simulator)
+            and not isinstance(user_simulator, UserSimulator)
+        ):
             raise TypeError("user_simulator must have start()/respond() or be a factory entry -> simulator")
         self._user_spec = user_simulator
         self.user: UserSimulator | None = None
@@ -238,7 +284,9 @@ class AceBenchAgentEnv(_AceBenchEnv):
         self._last_verdict = Verdict(entry.id, entry.category, False, "not_verified", None, 0.0)
         if self.mode == "multi_turn":
             self.user = self._make_user(entry)
-            first = self.user.start(entry.question, language=entry.language, involved_classes=entry.involved_classes)
+            first = self.user.start(
+                entry.question, language=entry.language, involved_classes=entry.involved_classes
+            )
             prompt = first if isinstance(first, str) else str(first)
             self.messages[1]["content"] = prompt
             info["messages"][1]["content"] = prompt
@@ -266,8 +314,16 @@ class AceBenchAgentEnv(_AceBenchEnv):
         results = execution.results if isinstance(execution.results, list) else []
         for i, c in enumerate(calls):
             shown = results[i] if i < len(results) and len(results) == len(calls) else execution.text
-            step.calls.append(CallRecord(c.name, {str(k): v for k, v in c.kwargs.items()}, None, True, str(shown),
-                                         None if not execution.errors else "; ".join(execution.errors)))
+            step.calls.append(
+                CallRecord(
+                    c.name,
+                    {str(k): v for k, v in c.kwargs.items()},
+                    None,
+                    True,
+                    str(shown),
+                    None if not execution.errors else "; ".join(execution.errors),
+                )
+            )
         return execution
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict]:
@@ -313,9 +369,18 @@ class AceBenchAgentEnv(_AceBenchEnv):
             self.done = True
             reward = self._safe_verify()
             self.final_reward = reward
-            info.update(final_reward=reward, verify_error=self.verify_error, verdict=self._last_verdict.row(),
-                        process_accuracy=round(self._last_verdict.process or 0.0, 3))
-        step.observation, step.reward, step.terminated, step.truncated = observation, reward, terminated, truncated
+            info.update(
+                final_reward=reward,
+                verify_error=self.verify_error,
+                verdict=self._last_verdict.row(),
+                process_accuracy=round(self._last_verdict.process or 0.0, 3),
+            )
+        step.observation, step.reward, step.terminated, step.truncated = (
+            observation,
+            reward,
+            terminated,
+            truncated,
+        )
         self.messages.extend(new)
         return observation, reward, terminated, truncated, copy.deepcopy(info)
 

@@ -20,7 +20,8 @@ by mode: ``multi_step`` reports ``Error during execution: <e>`` per call and goe
 ``multi_turn`` abandons the message at the first error and upstream returns the *literal* text
 ``Error during execution: {str(e)}`` (an un-formatted f-string) split into characters.
 
->>> rt = AgentRuntime("en", {"BaseApi": {"wifi": True, "logged_in": True}}, ["BaseApi", "MessageApi"], "multi_step")
+>>> config = {"BaseApi": {"wifi": True, "logged_in": True}}
+>>> rt = AgentRuntime("en", config, ["BaseApi", "MessageApi"], "multi_step")
 >>> rt.respond("[delete_message(message_id=1)]").results
 [{'status': True, 'message': 'Message 1 was deleted.'}]
 >>> sorted(rt.snapshot()[1]["MessageApi"]["inbox"])
@@ -43,7 +44,7 @@ Mode = Literal["multi_step", "multi_turn"]
 DECODE_FAILURE_REPLY = "Please do not ask me any questions, use the known conditions to solve the problem"
 MULTI_TURN_ERROR_TEXT = "Error during execution: {str(e)}"  # upstream forgot the f-prefix
 _METHOD_CALL = re.compile(r"\b([a-zA-Z_]\w*)\s*(?=\()")
-_CALL_REQUEST = re.compile(r"\[.*\]", re.DOTALL)
+_CALL_REQUEST = re.compile(r"\[.*\]")  # no DOTALL, like upstream: one line must hold [..]
 
 
 class _Unrunnable(Exception):
@@ -119,8 +120,11 @@ def _why_unrunnable(kwargs: dict[Any, Any]) -> str | None:
             return "invalid syntax"
         if isinstance(v, dict):
             fname = next(iter(v))
-            return f"name '{fname}' is not defined" if isinstance(fname, str) and fname.isidentifier() \
+            return (
+                f"name '{fname}' is not defined"
+                if isinstance(fname, str) and fname.isidentifier()
                 else "invalid syntax"
+            )
         if contains_nonfinite(v):
             return "name 'inf' is not defined" if "inf" in repr(v) else "name 'nan' is not defined"
     return None
@@ -171,7 +175,9 @@ def _format_result(value: Any) -> Any:
 class AgentRuntime:
     """One agent episode's scenario instances and upstream's execution semantics."""
 
-    def __init__(self, language: str, initial_config: dict[str, Any], involved_classes: list[str], mode: Mode):
+    def __init__(
+        self, language: str, initial_config: dict[str, Any], involved_classes: list[str], mode: Mode
+    ):
         unknown = [c for c in involved_classes if c not in CLASSES]
         if unknown:
             raise ValueError(f"unknown scenario classes {unknown}; known: {', '.join(CLASSES)}")
@@ -220,8 +226,9 @@ class AgentRuntime:
         owners = self.method_owners.get(match.group(1), []) if match else []
         if not owners:
             if last is _NOTHING:
-                raise UnboundLocalError("cannot access local variable 'func_call_result' where it is not "
-                                        "associated with a value")
+                raise UnboundLocalError(
+                    "cannot access local variable 'func_call_result' where it is not associated with a value"
+                )
             return last  # upstream appends the previous call's result again
         if match.start() != 0 or match.group(1) != call.name:
             head = call.name.split(".")[0]

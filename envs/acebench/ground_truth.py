@@ -39,10 +39,14 @@ def normal_output(answer: dict[str, Any], strip_suffix: bool = True) -> str:
 def special_output(category: str, answer: Any) -> str:
     """The reply a correct model gives on a special entry."""
     if "incomplete" in category:
-        return " ".join(f'["{INCOMPLETE_PHRASE} ({", ".join(v)}) for the api ({k})"]' for k, v in answer.items())
+        return " ".join(
+            f'["{INCOMPLETE_PHRASE} ({", ".join(v)}) for the api ({k})"]' for k, v in answer.items()
+        )
     if "error" in category:
-        return " ".join(f'["{ERROR_PHRASE} ({", ".join(v)}) for the parameters ({k}) in the conversation history."]'
-                        for k, v in answer.items())
+        return " ".join(
+            f'["{ERROR_PHRASE} ({", ".join(v)}) for the parameters ({k}) in the conversation history."]'
+            for k, v in answer.items()
+        )
     return '["Due to the limitations of the function, I cannot solve this problem."]'
 
 
@@ -58,11 +62,11 @@ def repair_milestone(text: str) -> str:
                 quote = ch
             out.append(ch)
         elif ch == "\\":
-            out.append(text[i:i + 2])
+            out.append(text[i : i + 2])
             i += 2
             continue
         elif ch == quote:
-            rest = text[i + 1:].lstrip()
+            rest = text[i + 1 :].lstrip()
             if not rest or rest[0] in _CLOSERS:
                 quote = None
                 out.append(ch)
@@ -82,7 +86,9 @@ def milestone_lists(entry: Entry) -> list[list[str]]:
     return [list(stones)]
 
 
-def replay_agent(entry: Entry, milestones: list[str], repair: bool = True) -> tuple[list[dict[str, Any]], list[str]]:
+def replay_agent(
+    entry: Entry, milestones: list[str], repair: bool = True
+) -> tuple[list[dict[str, Any]], list[str]]:
     """Run milestone messages in a fresh runtime: (saved states, process).
 
     With ``repair`` each message is normalised first: surrounding whitespace is stripped (upstream's
@@ -137,8 +143,12 @@ def diagnose_normal(entry: Entry) -> list[tuple[str, str]]:
         doc = find_description(entry.functions, key)
         name = _SUFFIX.sub("", key)
         if doc is not None and _SUFFIX.search(doc.get("name", "")) and doc["name"] == key:
-            found.append(("numeric_suffix_function_name",
-                          f"{key}: the checker strips _<n> from answer keys, so no call name can match"))
+            found.append(
+                (
+                    "numeric_suffix_function_name",
+                    f"{key}: the checker strips _<n> from answer keys, so no call name can match",
+                )
+            )
             continue
         call = decode_prompt(normal_output({name: params})).calls[0]
         result = simple_function_check(doc, call, {name: params}, entry.category)
@@ -147,22 +157,44 @@ def diagnose_normal(entry: Entry) -> list[tuple[str, str]]:
         props = (doc or {}).get("parameters", {}).get("properties", {})
         before = len(found)
         if result["error_type"] == "lack_args":
-            found.append(("required_param_absent_from_answer",
-                          f"{key}: {result['error']}; the answer omits a required param, so any call fails"))
+            found.append(
+                (
+                    "required_param_absent_from_answer",
+                    f"{key}: {result['error']}; the answer omits a required param, so any call fails",
+                )
+            )
             continue
         for p, v in params.items():
             schema = props.get(p, {})
             if v in ([], {}) and schema.get("type") in ("array", "object"):
-                found.append(("empty_answer_container",
-                              f"{key}.{p}: the answer is {v!r}; the nested type check never passes on it"))
-            elif schema.get("type") == "array" and "items" not in schema and not all(isinstance(x, dict) for x in v):
-                found.append(("array_without_items_checked_as_objects",
-                              f"{key}.{p}: the schema gives no item type, so items are checked as objects"))
-            elif schema.get("type") in ("object", "array") and (_nested_non_string_with_space(v) or (
-                    isinstance(v, list) and any(_nested_non_string_with_space(x) for x in v))):
-                found.append(("whitespace_in_nested_value",
-                              f"{key}.{p}: a value inside the object keeps spaces in str(answer) while the "
-                              "output lost all whitespace before decoding"))
+                found.append(
+                    (
+                        "empty_answer_container",
+                        f"{key}.{p}: the answer is {v!r}; the nested type check never passes on it",
+                    )
+                )
+            elif (
+                schema.get("type") == "array"
+                and "items" not in schema
+                and not all(isinstance(x, dict) for x in v)
+            ):
+                found.append(
+                    (
+                        "array_without_items_checked_as_objects",
+                        f"{key}.{p}: the schema gives no item type, so items are checked as objects",
+                    )
+                )
+            elif schema.get("type") in ("object", "array") and (
+                _nested_non_string_with_space(v)
+                or (isinstance(v, list) and any(_nested_non_string_with_space(x) for x in v))
+            ):
+                found.append(
+                    (
+                        "whitespace_in_nested_value",
+                        f"{key}.{p}: a value inside the object keeps spaces in str(answer) while the "
+                        "output lost all whitespace before decoding",
+                    )
+                )
         if len(found) == before:
             found.append(("other", f"{key}: {result['error_type']}: {result['error']}"[:300]))
     return found

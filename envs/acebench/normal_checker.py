@@ -31,7 +31,8 @@ the official script would crash on such an entry instead of scoring it.
 
 >>> doc = [{"name": "f", "parameters": {"type": "object", "properties": {"city": {"type": "string"},
 ...         "n": {"type": "integer"}}, "required": ["city"]}}]
->>> normal_check(doc, [{"f": {"city": "NewYorkCity", "n": 999}}], {"f": {"city": "new york", "n": 3}}, "normal")["valid"]
+>>> answer = {"f": {"city": "new york", "n": 3}}
+>>> normal_check(doc, [{"f": {"city": "NewYorkCity", "n": 999}}], answer, "normal")["valid"]
 True
 """
 
@@ -42,9 +43,22 @@ from collections import Counter
 from typing import Any
 
 TYPE_MAP: dict[str, Any] = {
-    "string": str, "integer": int, "float": float, "boolean": bool, "array": list, "tuple": list,
-    "dict": dict, "any": str, "list": list, "object": dict, "objectArray": list, "list(string)": list,
-    "list(enum)": list, "int": int, "enum": enumerate, "number": int,
+    "string": str,
+    "integer": int,
+    "float": float,
+    "boolean": bool,
+    "array": list,
+    "tuple": list,
+    "dict": dict,
+    "any": str,
+    "list": list,
+    "object": dict,
+    "objectArray": list,
+    "list(string)": list,
+    "list(enum)": list,
+    "int": int,
+    "enum": enumerate,
+    "number": int,
 }
 NESTED_TYPES = ("array", "tuple", "list(string)", "list(enum)", "object", "objectArray")
 _SUFFIX = re.compile(r"_\d+$")
@@ -81,7 +95,9 @@ def _coerce_bool_string(value: Any) -> Any:
     return value
 
 
-def type_check(param: str, value: Any, answer: Any, expected: Any, nested: Any, func_name: str) -> dict[str, Any]:
+def type_check(
+    param: str, value: Any, answer: Any, expected: Any, nested: Any, func_name: str
+) -> dict[str, Any]:
     """ACEBench's type_checker: returns valid, error, error_type and is_variable."""
     result = {"valid": True, "error": [], "is_variable": False, "error_type": "type_error"}
     answer_type = _answer_type(answer)
@@ -105,14 +121,17 @@ def type_check(param: str, value: Any, answer: Any, expected: Any, nested: Any, 
             if flag:
                 return {"valid": True, "error": [], "is_variable": is_variable}
         result["valid"] = False
-        result["error"] = [f"Nested type checking failed for parameter {param!r}. Expected outer type "
-                           f"{expected} with inner type {nested}. Parameter value: {value!r}."]
+        result["error"] = [
+            f"Nested type checking failed for parameter {param!r}. Expected outer type "
+            f"{expected} with inner type {nested}. Parameter value: {value!r}."
+        ]
     if answer_type is not None and (type(value) is answer_type or _safe_eq(answer, value)):
         result["is_variable"] = True
         return result
     result["valid"] = False
-    result["error"] = [f"wrong type for parameter ({param}) of api ({func_name}):[excepted: {expected}, "
-                       f"real: {type(value)}]"]
+    result["error"] = [
+        f"wrong type for parameter ({param}) of api ({func_name}):[excepted: {expected}, real: {type(value)}]"
+    ]
     result["error_type"] = "type_error"
     return result
 
@@ -129,8 +148,11 @@ def string_check(param: str, value: str, answer: str, func_name: str, category: 
     out, ans = standardize(value), standardize(answer)
     bad = out != ans if "agent" in category else ans not in out
     if bad:
-        return _fail(f"wrong value for parameter ({param}) of api ({func_name}): [excepted: {answer}, real: [{value}]]",
-                     "value_error:string")
+        return _fail(
+            f"wrong value for parameter ({param}) of api ({func_name}): [excepted: {answer}, real: "
+            f"[{value}]]",
+            "value_error:string",
+        )
     return _ok()
 
 
@@ -139,8 +161,11 @@ def list_check(param: str, value: list, answer: list, func_name: str) -> dict[st
     out = [standardize(v) if type(v) is str else v for v in value]
     ans = [standardize(v) if type(v) is str else v for v in answer]
     if not _safe_eq(out, ans):
-        return _fail(f"wrong value for parameter ({param!r}) of api ({func_name}): [expected {answer}, "
-                     f"real: [{value!r}]]", "value_error:list/tuple")
+        return _fail(
+            f"wrong value for parameter ({param!r}) of api ({func_name}): [expected {answer}, "
+            f"real: [{value!r}]]",
+            "value_error:list/tuple",
+        )
     return _ok()
 
 
@@ -149,8 +174,10 @@ def dict_check(param: str, value: Any, answer: Any, func_name: str) -> dict[str,
     result = {"valid": True, "error": [], "error_type": "dict_checker:unclear"}
     msg = f"wrong value for parameter ({param}) of api ({func_name}): [excepted: {answer}, real: [{value}]]"
     if not isinstance(value, dict):
-        return _fail(f"wrong type for parameter ({param}) of api ({func_name}): [excepted: {answer}, real: [{value}]]",
-                     "value_error")
+        return _fail(
+            f"wrong type for parameter ({param}) of api ({func_name}): [excepted: {answer}, real: [{value}]]",
+            "value_error",
+        )
     if not isinstance(answer, dict):
         raise CheckerCrash(f"'{type(answer).__name__}' object has no attribute 'keys'")
     if len(value) != len(answer):
@@ -180,8 +207,11 @@ def list_dict_check(param: str, value: list, answer: Any, func_name: str) -> dic
     except TypeError as e:
         raise CheckerCrash(str(e)) from e
     if len(value) != n_answer:
-        return _fail(f"wrong value for parameter ({param}) of api ({func_name}): [excepted: {answer}, real: [{value}]]",
-                     "value_error:list_dict_count")
+        return _fail(
+            f"wrong value for parameter ({param}) of api ({func_name}): [excepted: {answer}, real: "
+            f"[{value}]]",
+            "value_error:list_dict_count",
+        )
     for i in range(len(value)):
         result = dict_check(param, value[i], answer[i], func_name)
         if not result["valid"]:
@@ -198,8 +228,9 @@ def find_description(docs: list[dict[str, Any]], name: str) -> dict[str, Any] | 
     return None
 
 
-def simple_function_check(doc: dict[str, Any] | None, call: dict[Any, Any], answer: dict[str, Any],
-                          category: str) -> dict[str, Any]:
+def simple_function_check(
+    doc: dict[str, Any] | None, call: dict[Any, Any], answer: dict[str, Any], category: str
+) -> dict[str, Any]:
     """Check one output call against one answer call (ACEBench's simple_function_checker)."""
     if doc is None:
         raise CheckerCrash("'NoneType' object is not subscriptable (no function doc for the answer)")
@@ -220,7 +251,9 @@ def simple_function_check(doc: dict[str, Any] | None, call: dict[Any, Any], answ
         return {"valid": False, "error": [], "error_type": "wrong_param"}
     func_name = doc.get("name")
     if func_name not in call:
-        return _fail({"wrong_function": {"expected": func_name, "real": next(iter(call))}}, "wrong_function_name")
+        return _fail(
+            {"wrong_function": {"expected": func_name, "real": next(iter(call))}}, "wrong_function_name"
+        )
     properties = params_doc["properties"]
     if "required" not in params_doc:
         raise CheckerCrash("KeyError: 'required'")
@@ -275,8 +308,9 @@ def simple_function_check(doc: dict[str, Any] | None, call: dict[Any, Any], answ
     return _ok()
 
 
-def _normal_check(docs: list[dict[str, Any]], calls: list[dict[Any, Any]], answer: dict[str, Any],
-                  category: str) -> dict[str, Any]:
+def _normal_check(
+    docs: list[dict[str, Any]], calls: list[dict[Any, Any]], answer: dict[str, Any], category: str
+) -> dict[str, Any]:
     if not isinstance(answer, dict):
         raise CheckerCrash(f"answer must be an object, got {type(answer).__name__}")
     if len(calls) != len(answer):
@@ -293,8 +327,10 @@ def _normal_check(docs: list[dict[str, Any]], calls: list[dict[Any, Any]], answe
             return _fail(f"extra function detected: {name} is not in the ground truth", "function_mismatch")
     for name, count in out_names.items():
         if count != ans_names[name]:
-            return _fail(f"incorrect count for function {name}: [expected: {ans_names[name]}, actual: {count}]",
-                         "function_mismatch")
+            return _fail(
+                f"incorrect count for function {name}: [expected: {ans_names[name]}, actual: {count}]",
+                "function_mismatch",
+            )
     result = _ok()
     for i, answer_call in enumerate(answer_calls):
         doc = find_description(docs, answer_keys[i])

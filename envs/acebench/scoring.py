@@ -25,8 +25,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from envs.acebench.agent_checker import agent_state_check, process_accuracy
-from envs.acebench.data import (AGENT_CATEGORIES, NORMAL_CATEGORIES, SPECIAL_CATEGORIES, Entry,
-                                family_of)
+from envs.acebench.data import AGENT_CATEGORIES, NORMAL_CATEGORIES, SPECIAL_CATEGORIES, Entry, family_of
 from envs.acebench.decode import decode_fc, decode_prompt, is_call_list
 from envs.acebench.normal_checker import check_alternatives
 from envs.acebench.special_checker import special_check
@@ -79,11 +78,17 @@ def verdict_normal(entry: Entry, result: Any, fc: bool = False) -> Verdict:
     if not decoded.ok:
         return Verdict(entry.id, entry.category, False, "wrong_output_format", [decoded.error])
     if not is_call_list(decoded.calls):
-        return Verdict(entry.id, entry.category, False, "wrong_output_format",
-                       ["The output format does not meet the specified requirements."])
+        return Verdict(
+            entry.id,
+            entry.category,
+            False,
+            "wrong_output_format",
+            ["The output format does not meet the specified requirements."],
+        )
     r = check_alternatives(entry.functions, decoded.calls, entry.ground_truth, entry.category)
-    return Verdict(entry.id, entry.category, bool(r["valid"]), "" if r["valid"] else r["error_type"],
-                   r["error"] or None)
+    return Verdict(
+        entry.id, entry.category, bool(r["valid"]), "" if r["valid"] else r["error_type"], r["error"] or None
+    )
 
 
 def verdict_special(entry: Entry, result: Any) -> Verdict:
@@ -94,18 +99,36 @@ def verdict_special(entry: Entry, result: Any) -> Verdict:
 def verdict_agent(entry: Entry, states: Any, process: Any) -> Verdict:
     r = agent_state_check(states, entry.ground_truth)
     share = 1.0 if r["valid"] else process_accuracy(process, entry.mile_stone)
-    return Verdict(entry.id, entry.category, bool(r["valid"]), r["error_type"] if not r["valid"] else "",
-                   r["error"] or None, share)
+    return Verdict(
+        entry.id,
+        entry.category,
+        bool(r["valid"]),
+        r["error_type"] if not r["valid"] else "",
+        r["error"] or None,
+        share,
+    )
 
 
 def verdict(entry: Entry, row: dict[str, Any] | None, fc: bool = False) -> Verdict:
     """Verdict for one result row ``{id, result[, process]}`` (None: the row is missing)."""
     if row is None:
-        return Verdict(entry.id, entry.category, False, "missing_result", ["no result line for this id"],
-                       0.0 if entry.family == "agent" else None)
+        return Verdict(
+            entry.id,
+            entry.category,
+            False,
+            "missing_result",
+            ["no result line for this id"],
+            0.0 if entry.family == "agent" else None,
+        )
     if "result" not in row:
-        return Verdict(entry.id, entry.category, False, "wrong_output_format", ["the result line has no 'result'"],
-                       0.0 if entry.family == "agent" else None)
+        return Verdict(
+            entry.id,
+            entry.category,
+            False,
+            "wrong_output_format",
+            ["the result line has no 'result'"],
+            0.0 if entry.family == "agent" else None,
+        )
     fam = entry.family
     if fam == "normal":
         return verdict_normal(entry, row["result"], fc)
@@ -157,8 +180,10 @@ def _mean(values: list[float]) -> float:
 
 def summary(scores: dict[str, CategoryScore]) -> dict[str, float]:
     """ACEBench's summary columns from category scores (missing categories count 0)."""
-    acc = {c: (scores[c].accuracy if c in scores else 0.0) for c in NORMAL_CATEGORIES + SPECIAL_CATEGORIES
-           + AGENT_CATEGORIES}
+    acc = {
+        c: (scores[c].accuracy if c in scores else 0.0)
+        for c in NORMAL_CATEGORIES + SPECIAL_CATEGORIES + AGENT_CATEGORIES
+    }
     proc = {c: (scores[c].process_accuracy or 0.0) if c in scores else 0.0 for c in AGENT_CATEGORIES}
     atoms = [c for c in NORMAL_CATEGORIES if "atom" in c]
     out = {
@@ -166,7 +191,9 @@ def summary(scores: dict[str, CategoryScore]) -> dict[str, float]:
         "atom": _mean([acc[c] for c in atoms]),
         "single_turn_single_function": acc["normal_single_turn_single_function"],
         "single_turn_parallel_function": acc["normal_single_turn_parallel_function"],
-        "single_turn": _mean([acc["normal_single_turn_single_function"], acc["normal_single_turn_parallel_function"]]),
+        "single_turn": _mean(
+            [acc["normal_single_turn_single_function"], acc["normal_single_turn_parallel_function"]]
+        ),
         "multi_turn_user_switch": acc["normal_multi_turn_user_switch"],
         "multi_turn_user_adjust": acc["normal_multi_turn_user_adjust"],
         "multi_turn": _mean([acc["normal_multi_turn_user_switch"], acc["normal_multi_turn_user_adjust"]]),
@@ -183,6 +210,10 @@ def summary(scores: dict[str, CategoryScore]) -> dict[str, float]:
         "agent_multi_step_process": proc["agent_multi_step"],
         "agent_summary": _mean([acc[c] for c in AGENT_CATEGORIES]),
     }
-    out["summary"] = round(WEIGHTS["special"] * out["special_summary"] + WEIGHTS["normal"] * out["normal_summary"]
-                           + WEIGHTS["agent"] * out["agent_summary"], 3)
+    out["summary"] = round(
+        WEIGHTS["special"] * out["special_summary"]
+        + WEIGHTS["normal"] * out["normal_summary"]
+        + WEIGHTS["agent"] * out["agent_summary"],
+        3,
+    )
     return out

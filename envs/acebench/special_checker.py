@@ -51,34 +51,59 @@ def special_check(category: str, result: Any, answer: Any) -> dict[str, Any]:
         if "incomplete" in category:
             for name, values in _items(answer):
                 if not _contains(result, INCOMPLETE_PHRASE):
-                    fail(f"The user's instruction is missing necessary parameters ({values}) for the ({name}), "
-                         "but the model failed to correctly point it out", "error_detection")
+                    fail(
+                        f"The user's instruction is missing necessary parameters ({values}) for the "
+                        f"({name}), "
+                        "but the model failed to correctly point it out",
+                        "error_detection",
+                    )
                 elif not _contains(result, name):
-                    fail(f"The user's instruction is missing necessary parameters ({values}) for the ({name}), "
-                         "but the model failed to correctly point it out", "error_correction")
+                    fail(
+                        f"The user's instruction is missing necessary parameters ({values}) for the "
+                        f"({name}), "
+                        "but the model failed to correctly point it out",
+                        "error_correction",
+                    )
                 else:
                     for value in values:
                         if not _contains(result, value):
-                            fail(f"The user's instruction is missing necessary parameters ({value}) for the "
-                                 f"({name}), but the model failed to correctly point it out", "error_correction")
+                            fail(
+                                f"The user's instruction is missing necessary parameters ({value}) for the "
+                                f"({name}), but the model failed to correctly point it out",
+                                "error_correction",
+                            )
         elif "error" in category:
             for name, values in _items(answer):
                 if not _contains(result, ERROR_PHRASE):
-                    fail(f"The user's instruction contains incorrect values ({values}) of the parameters ({name}), "
-                         "but the model failed to correctly point it out", "error_detection")
+                    fail(
+                        f"The user's instruction contains incorrect values ({values}) of the parameters "
+                        f"({name}), "
+                        "but the model failed to correctly point it out",
+                        "error_detection",
+                    )
                 else:
                     for value in values:
                         if not _contains(result, value):
-                            fail(f"The user's instruction contains incorrect values ({values}) of the parameters "
-                                 f"({name}), but the model failed to correctly point it out", "error_correction")
+                            fail(
+                                f"The user's instruction contains incorrect values ({values}) of the "
+                                "parameters "
+                                f"({name}), but the model failed to correctly point it out",
+                                "error_correction",
+                            )
         elif "irrelevant" in category:
             if not _contains(result, IRRELEVANT_PHRASE):
-                fail("The model cannot solve this problem, due to the limitations of the function", "error_detection")
+                fail(
+                    "The model cannot solve this problem, due to the limitations of the function",
+                    "error_detection",
+                )
         else:
             fail(f"not a special category: {category}", "checker_error")
     except (_Crash, TypeError) as e:
-        return {"valid": False, "error": [f"the official checker raises on this output: {e}"],
-                "error_type": "checker_error"}
+        return {
+            "valid": False,
+            "error": [f"the official checker raises on this output: {e}"],
+            "error_type": "checker_error",
+        }
     return out
 
 

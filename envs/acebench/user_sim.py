@@ -43,7 +43,7 @@ class UserSimulator(Protocol):
 
 
 def _strip_agent_prefix(text: str) -> str:
-    return text[len("agent:"):] if text.startswith("agent:") else text
+    return text[len("agent:") :] if text.startswith("agent:") else text
 
 
 class EngineUserSimulator:
@@ -68,8 +68,10 @@ class EngineUserSimulator:
         return reply
 
     def start(self, instruction: str, *, language: str, involved_classes: Sequence[str]) -> str:
-        self.messages = [{"role": "system", "content": user_system(instruction, language, list(involved_classes))},
-                         {"role": "user", "content": USER_OPENING[language]}]
+        self.messages = [
+            {"role": "system", "content": user_system(instruction, language, list(involved_classes))},
+            {"role": "user", "content": USER_OPENING[language]},
+        ]
         return self._ask()
 
     def respond(self, agent_message: str) -> str:

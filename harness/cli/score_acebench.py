@@ -23,14 +23,25 @@ from typing import Any
 
 
 def register_score(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("acebench", help="score ACEBench data_<category>_result.json files",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--results", required=True, type=Path, help="folder holding data_<category>_result.json files")
-    p.add_argument("--language", default="en", choices=["en", "zh"], help="which half of ACEBench (default en)")
+    p = subparsers.add_parser(
+        "acebench",
+        help="score ACEBench data_<category>_result.json files",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--results", required=True, type=Path, help="folder holding data_<category>_result.json files"
+    )
+    p.add_argument(
+        "--language", default="en", choices=["en", "zh"], help="which half of ACEBench (default en)"
+    )
     p.add_argument("--out", type=Path, default=None, help="write per-entry verdicts as JSONL here")
-    p.add_argument("--fc", action="store_true",
-                   help="read list-valued normal results as FC calls [{name: json-args}] (upstream's evaluator "
-                        "rejects them as wrong_output_format)")
+    p.add_argument(
+        "--fc",
+        action="store_true",
+        help="read list-valued normal results as FC calls [{name: json-args}] (upstream's evaluator "
+        "rejects them as wrong_output_format)",
+    )
     p.set_defaults(func=run)
 
 
@@ -73,7 +84,11 @@ def score_directory(results: Path, language: str, fc: bool = False):
         problems += bad
         entries = load_category(language, category)
         known = {e.id for e in entries}
-        problems += [f"{path.name}: id {i} is not an ACEBench {category} entry (ignored)" for i in rows if i not in known]
+        problems += [
+            f"{path.name}: id {i} is not an ACEBench {category} entry (ignored)"
+            for i in rows
+            if i not in known
+        ]
         cat_verdicts = [verdict(e, rows.get(e.id), fc=fc) for e in entries]
         scores[category] = category_score(category, cat_verdicts, [e.id for e in entries])
         verdicts += cat_verdicts
@@ -108,7 +123,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"lopd score acebench: error: {e}", file=sys.stderr)
         return 2
     if not scores:
-        print(f"lopd score acebench: error: no data_<category>_result.json files in {args.results}", file=sys.stderr)
+        print(
+            f"lopd score acebench: error: no data_<category>_result.json files in {args.results}",
+            file=sys.stderr,
+        )
         return 2
     for p in problems:
         print(f"warning: {p}", file=sys.stderr)
@@ -117,8 +135,13 @@ def run(args: argparse.Namespace) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         with args.out.open("w", encoding="utf-8") as f:
             for v in verdicts:
-                row = {"id": v.id, "category": v.category, "valid": v.valid, "error_type": v.error_type,
-                       "error": v.error}
+                row = {
+                    "id": v.id,
+                    "category": v.category,
+                    "valid": v.valid,
+                    "error_type": v.error_type,
+                    "error": v.error,
+                }
                 f.write(json.dumps(row, ensure_ascii=False, default=repr) + "\n")
         print(f"wrote {len(verdicts)} verdicts to {args.out}")
     return 0

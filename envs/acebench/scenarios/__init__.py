@@ -24,8 +24,11 @@ from envs.acebench.scenarios.reminder import ReminderApi
 from envs.acebench.scenarios.travel import Travel
 
 CLASSES: dict[str, type] = {
-    "BaseApi": BaseApi, "MessageApi": MessageApi, "ReminderApi": ReminderApi,
-    "FoodPlatform": FoodPlatform, "Travel": Travel,
+    "BaseApi": BaseApi,
+    "MessageApi": MessageApi,
+    "ReminderApi": ReminderApi,
+    "FoodPlatform": FoodPlatform,
+    "Travel": Travel,
 }
 SAVED_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "BaseApi": ("wifi", "logged_in"),
@@ -48,5 +51,14 @@ def public_methods(instance: Any) -> list[str]:
     return sorted(n for n in dir(instance) if not n.startswith("_") and callable(getattr(instance, n)))
 
 
-__all__ = ["BaseApi", "CLASSES", "FoodPlatform", "MessageApi", "ReminderApi", "SAVED_ATTRIBUTES", "Travel",
-           "make_instance", "public_methods"]
+__all__ = [
+    "BaseApi",
+    "CLASSES",
+    "FoodPlatform",
+    "MessageApi",
+    "ReminderApi",
+    "SAVED_ATTRIBUTES",
+    "Travel",
+    "make_instance",
+    "public_methods",
+]

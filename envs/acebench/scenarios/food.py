@@ -13,23 +13,48 @@ from typing import Any
 
 from envs.acebench.scenarios.base import BaseApi, Result
 
-ACCOUNTS = [("Eve", "U100", "password123", 500.0), ("Frank", "U101", "password456", 300.0),
-            ("Grace", "U102", "password789", 150.0), ("Helen", "U103", "password321", 800.0),
-            ("Isaac", "U104", "password654", 400.0), ("Jack", "U105", "password654", 120.0)]
+ACCOUNTS = [
+    ("Eve", "U100", "password123", 500.0),
+    ("Frank", "U101", "password456", 300.0),
+    ("Grace", "U102", "password789", 150.0),
+    ("Helen", "U103", "password321", 800.0),
+    ("Isaac", "U104", "password654", 400.0),
+    ("Jack", "U105", "password654", 120.0),
+]
 
 # (en name, zh name, service type, [(en product, zh product, price), ...])
 MERCHANTS = [
-    ("Domino's", "达美乐", "Pizza", [("Margherita Pizza", "玛格丽特披萨", 68.0),
-                                     ("Super Supreme Pizza", "超级至尊披萨", 88.0)]),
-    ("Rice Village Bibimbap", "米村拌饭", "Bibimbap", [("Stone Pot Bibimbap", "石锅拌饭", 35.0),
-                                                        ("Korean Beef Bibimbap", "韩式牛肉拌饭", 45.0)]),
+    (
+        "Domino's",
+        "达美乐",
+        "Pizza",
+        [("Margherita Pizza", "玛格丽特披萨", 68.0), ("Super Supreme Pizza", "超级至尊披萨", 88.0)],
+    ),
+    (
+        "Rice Village Bibimbap",
+        "米村拌饭",
+        "Bibimbap",
+        [("Stone Pot Bibimbap", "石锅拌饭", 35.0), ("Korean Beef Bibimbap", "韩式牛肉拌饭", 45.0)],
+    ),
     ("Haidilao", "海底捞", "Hotpot", [("Beef Rolls", "牛肉卷", 68.0), ("Seafood Platter", "海鲜拼盘", 88.0)]),
-    ("Heytea", "喜茶", "Milk Tea", [("Cheese Milk Tea", "芝士奶茶", 25.0),
-                                    ("Four Seasons Spring Milk Tea", "四季春奶茶", 22.0)]),
-    ("Hema Fresh", "盒马生鲜", "Fresh Grocery", [("Organic Vegetable Pack", "有机蔬菜包", 15.0),
-                                                 ("Fresh Gift Pack", "生鲜大礼包", 99.0)]),
-    ("Jiutian BBQ", "九田家烤肉", "BBQ", [("Korean Grilled Beef", "韩式烤牛肉", 128.0),
-                                          ("Grilled Pork Belly", "烤五花肉", 78.0)]),
+    (
+        "Heytea",
+        "喜茶",
+        "Milk Tea",
+        [("Cheese Milk Tea", "芝士奶茶", 25.0), ("Four Seasons Spring Milk Tea", "四季春奶茶", 22.0)],
+    ),
+    (
+        "Hema Fresh",
+        "盒马生鲜",
+        "Fresh Grocery",
+        [("Organic Vegetable Pack", "有机蔬菜包", 15.0), ("Fresh Gift Pack", "生鲜大礼包", 99.0)],
+    ),
+    (
+        "Jiutian BBQ",
+        "九田家烤肉",
+        "BBQ",
+        [("Korean Grilled Beef", "韩式烤牛肉", 128.0), ("Grilled Pork Belly", "烤五花肉", 78.0)],
+    ),
 ]
 
 
@@ -38,9 +63,12 @@ class FoodPlatform(BaseApi):
 
     TEXT = {
         "en": {
-            "wifi_off": "Wi-Fi is off; cannot log in.", "no_user": "The user does not exist.",
-            "bad_password": "Wrong password.", "already": "{user} is already logged in.",
-            "logged_in": "{user} logged in.", "nobody": "Nobody is logged in to the food platform.",
+            "wifi_off": "Wi-Fi is off; cannot log in.",
+            "no_user": "The user does not exist.",
+            "bad_password": "Wrong password.",
+            "already": "{user} is already logged in.",
+            "logged_in": "{user} logged in.",
+            "nobody": "Nobody is logged in to the food platform.",
             "not_logged_in": "{user} is not logged in to the food platform.",
             "no_merchant": "The merchant does not exist.",
             "bad_quantity": "Invalid quantity {quantity} for {product}.",
@@ -48,26 +76,38 @@ class FoodPlatform(BaseApi):
             "poor": "The balance is too low for this order.",
             "ordered": "Order placed with {merchant}. Total: {total} yuan",
             "unknown_merchant": "Merchant '{merchant}' does not exist.",
-            "no_orders": "The user has no orders.", "no_match": "No order matches.",
+            "no_orders": "The user has no orders.",
+            "no_match": "No order matches.",
         },
         "zh": {
-            "wifi_off": "wifi未打开，无法登录。", "no_user": "用户不存在。", "bad_password": "密码错误。",
-            "already": "{user}已经登录。", "logged_in": "用户{user}登录成功。",
-            "nobody": "当前没有用户登录外卖平台。", "not_logged_in": "用户{user}未登录外卖平台。",
-            "no_merchant": "商家不存在。", "bad_quantity": "商品{product}的数量{quantity}无效。",
-            "no_product": "{merchant}没有商品{product}。", "poor": "余额不足，无法下单。",
-            "ordered": "已在{merchant}下单，总金额为{total}元", "unknown_merchant": "商家'{merchant}'不存在。",
-            "no_orders": "该用户没有订单。", "no_match": "没有匹配的订单。",
+            "wifi_off": "wifi未打开，无法登录。",
+            "no_user": "用户不存在。",
+            "bad_password": "密码错误。",
+            "already": "{user}已经登录。",
+            "logged_in": "用户{user}登录成功。",
+            "nobody": "当前没有用户登录外卖平台。",
+            "not_logged_in": "用户{user}未登录外卖平台。",
+            "no_merchant": "商家不存在。",
+            "bad_quantity": "商品{product}的数量{quantity}无效。",
+            "no_product": "{merchant}没有商品{product}。",
+            "poor": "余额不足，无法下单。",
+            "ordered": "已在{merchant}下单，总金额为{total}元",
+            "unknown_merchant": "商家'{merchant}'不存在。",
+            "no_orders": "该用户没有订单。",
+            "no_match": "没有匹配的订单。",
         },
     }
 
     def __init__(self, language: str = "en"):
         super().__init__(language)
         zh = language == "zh"
-        self.users = {name: {"user_id": uid, "password": pw, "balance": bal} for name, uid, pw, bal in ACCOUNTS}
+        self.users = {
+            name: {"user_id": uid, "password": pw, "balance": bal} for name, uid, pw, bal in ACCOUNTS
+        }
         self.merchant_list = {
             (zh_name if zh else en_name): {
-                "merchant_id": f"M{100 + i}", "service_type": service,
+                "merchant_id": f"M{100 + i}",
+                "service_type": service,
                 "menu": [{"product": zp if zh else ep, "price": price} for ep, zp, price in menu],
             }
             for i, (en_name, zh_name, service, menu) in enumerate(MERCHANTS)
@@ -114,18 +154,27 @@ class FoodPlatform(BaseApi):
             product = item.get("product")
             quantity = item.get("quantity", 1)
             if not isinstance(quantity, int) or quantity <= 0:
-                return {"status": False, "message": self._t("bad_quantity", quantity=quantity, product=product)}
-            dish = next((d for d in self.merchant_list[merchant_name]["menu"] if d["product"] == product), None)
+                return {
+                    "status": False,
+                    "message": self._t("bad_quantity", quantity=quantity, product=product),
+                }
+            dish = next(
+                (d for d in self.merchant_list[merchant_name]["menu"] if d["product"] == product), None
+            )
             if dish is None:
-                return {"status": False, "message": self._t("no_product", merchant=merchant_name, product=product)}
+                return {
+                    "status": False,
+                    "message": self._t("no_product", merchant=merchant_name, product=product),
+                }
             total += dish["price"] * quantity
             lines.append({"product": product, "quantity": quantity, "price_per_unit": dish["price"]})
         balance = self.users[username]["balance"]
         if (total >= balance) if self._language == "zh" else (total > balance):
             return {"status": False, "message": self._t("poor")}
         self.users[username]["balance"] -= total
-        self.orders.append({"user_name": username, "merchant_name": merchant_name, "items": lines,
-                            "total_price": total})
+        self.orders.append(
+            {"user_name": username, "merchant_name": merchant_name, "items": lines, "total_price": total}
+        )
         return {"status": True, "message": self._t("ordered", merchant=merchant_name, total=total)}
 
     def get_products(self, merchant_name: str) -> Any:
@@ -146,11 +195,18 @@ class FoodPlatform(BaseApi):
         """Orders whose merchant or product names contain the keyword (case-insensitive)."""
         k = keyword.lower()
         if self._language == "zh":  # upstream's Chinese class calls .lower() on the item dicts
-            found = [o for o in self.orders
-                     if k in o["merchant_name"].lower() or any(k in item.lower() for item in o.get("items", []))]
+            found = [
+                o
+                for o in self.orders
+                if k in o["merchant_name"].lower() or any(k in item.lower() for item in o.get("items", []))
+            ]
         else:
-            found = [o for o in self.orders if k in o["merchant_name"].lower()
-                     or any(k in item["product"].lower() for item in o.get("items", []))]
+            found = [
+                o
+                for o in self.orders
+                if k in o["merchant_name"].lower()
+                or any(k in item["product"].lower() for item in o.get("items", []))
+            ]
         if not found:
             return {"status": False, "message": self._t("no_match")}
         return {"status": True, "orders": found}

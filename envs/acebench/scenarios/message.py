@@ -24,15 +24,29 @@ USERS = {
 
 # (sender, receiver, date, text in en, text in zh); the zh inbox translates messages 2 and 3 only.
 INBOX = [
-    ("USR100", "USR101", "2024-06-09",
-     "Hey Frank, don't forget about our meeting on 2024-06-11 at 4 PM in Conference Room 1.", None),
-    ("USR101", "USR102", "2024-03-09",
-     'Can you help me order a "Margherita Pizza" delivery? The merchant is Domino\'s.',
-     '你能帮我点一个"玛格丽特披萨"的外卖吗,商家是达美乐。'),
-    ("USR102", "USR103", "2023-12-05",
-     "Please check the milk tea delivery options available from Heytea and purchase a cheaper milk tea for "
-     'me. After making the purchase, remember to reply to me with "Already bought."',
-     "帮我查一些喜茶有哪些奶茶外卖，买一杯便宜些的奶茶。买完以后记得回复我,回复的内容是（已经买好了）"),
+    (
+        "USR100",
+        "USR101",
+        "2024-06-09",
+        "Hey Frank, don't forget about our meeting on 2024-06-11 at 4 PM in Conference Room 1.",
+        None,
+    ),
+    (
+        "USR101",
+        "USR102",
+        "2024-03-09",
+        'Can you help me order a "Margherita Pizza" delivery? The merchant is Domino\'s.',
+        '你能帮我点一个"玛格丽特披萨"的外卖吗,商家是达美乐。',
+    ),
+    (
+        "USR102",
+        "USR103",
+        "2023-12-05",
+        "Please check the milk tea delivery options available from Heytea and purchase a cheaper milk tea "
+        "for "
+        'me. After making the purchase, remember to reply to me with "Already bought."',
+        "帮我查一些喜茶有哪些奶茶外卖，买一杯便宜些的奶茶。买完以后记得回复我,回复的内容是（已经买好了）",
+    ),
     ("USR103", "USR102", "2024-09-09", "No problem Helen, I can assist you.", None),
     ("USR104", "USR105", "2024-06-06", "Isaac, are you available for a call?", None),
     ("USR105", "USR104", "2024-01-15", "Yes Jack, let's do it in 30 minutes.", None),
@@ -79,18 +93,31 @@ class MessageApi(BaseApi):
         },
     }
     ACTIONS = {
-        "en": {"send": "send messages", "delete": "delete messages", "view": "view messages",
-               "times": "list message times", "latest": "get the latest message ID",
-               "earliest": "get the earliest message ID"},
-        "zh": {"send": "发送短信", "delete": "删除短信", "view": "查看短信", "times": "获取短信时间",
-               "latest": "获取最新短信ID", "earliest": "获取最早短信ID"},
+        "en": {
+            "send": "send messages",
+            "delete": "delete messages",
+            "view": "view messages",
+            "times": "list message times",
+            "latest": "get the latest message ID",
+            "earliest": "get the earliest message ID",
+        },
+        "zh": {
+            "send": "发送短信",
+            "delete": "删除短信",
+            "view": "查看短信",
+            "times": "获取短信时间",
+            "latest": "获取最新短信ID",
+            "earliest": "获取最早短信ID",
+        },
     }
 
     def __init__(self, language: str = "en"):
         super().__init__(language)
         self.max_capacity = 6
-        self.user_list = {name: {"user_id": uid, "phone_number": phone, "occupation": job}
-                          for name, (uid, phone, job) in USERS.items()}
+        self.user_list = {
+            name: {"user_id": uid, "phone_number": phone, "occupation": job}
+            for name, (uid, phone, job) in USERS.items()
+        }
         self.inbox: dict[int, dict[str, Any]] = {}
         for i, (sender, receiver, date, en, zh) in enumerate(INBOX, 1):
             text = zh if language == "zh" and zh else en
@@ -98,7 +125,10 @@ class MessageApi(BaseApi):
         self.message_id_counter = len(INBOX)
 
     def _denied(self, action: str) -> Result:
-        return {"status": False, "message": self._t("not_logged_in", action=self.ACTIONS[self._language][action])}
+        return {
+            "status": False,
+            "message": self._t("not_logged_in", action=self.ACTIONS[self._language][action]),
+        }
 
     def send_message(self, sender_name: str, receiver_name: str, message: str) -> Result:
         """Send a message from one user to another."""
@@ -137,8 +167,11 @@ class MessageApi(BaseApi):
             return {"status": False, "message": self._t("no_receiver")}
         sid = self.user_list[sender_name]["user_id"]
         rid = self.user_list[receiver_name]["user_id"]
-        found = [{"id": i, "sender": sender_name, "receiver": receiver_name, "message": m["message"]}
-                 for i, m in self.inbox.items() if m["sender_id"] == sid and m["receiver_id"] == rid]
+        found = [
+            {"id": i, "sender": sender_name, "receiver": receiver_name, "message": m["message"]}
+            for i, m in self.inbox.items()
+            if m["sender_id"] == sid and m["receiver_id"] == rid
+        ]
         if not found:
             return {"status": False, "message": self._t("none_between")}
         return {"status": True, "messages": found}
@@ -148,9 +181,11 @@ class MessageApi(BaseApi):
         if user_name not in self.user_list:
             return {"status": False, "message": self._t("no_user")}
         uid = self.user_list[user_name]["user_id"]
-        found = [{"id": i, "sender_id": m["sender_id"], "receiver_id": m["receiver_id"], "message": m["message"]}
-                 for i, m in self.inbox.items()
-                 if uid in (m["sender_id"], m["receiver_id"]) and keyword.lower() in m["message"].lower()]
+        found = [
+            {"id": i, "sender_id": m["sender_id"], "receiver_id": m["receiver_id"], "message": m["message"]}
+            for i, m in self.inbox.items()
+            if uid in (m["sender_id"], m["receiver_id"]) and keyword.lower() in m["message"].lower()
+        ]
         if not found:
             return {"status": False, "message": self._t("no_match")}
         return {"status": True, "messages": found}

@@ -4,6 +4,10 @@ From the stored final states: a new reminder gets the next id counting from 3 (t
 carry ids 1001-1003 in the record but sit under keys 1-3), ``notified`` starts false and ``time``
 is stored as given. ``search_reminders`` formats each match's time with ``strftime`` although
 times are stored as strings, so upstream fails whenever something matches; we keep that.
+Upstream's copies of this class differ between versions (its English multi-turn copy lacks
+``search_reminders`` and ``mark_as_notified``, so a call falls through to the unknown-function
+path); ours offers both in both languages, as the function docs in the data list them. Neither
+changes any saved state.
 """
 
 from __future__ import annotations
@@ -13,11 +17,11 @@ from typing import Any
 from envs.acebench.scenarios.base import BaseApi, Result
 
 TODO_TEXT = {
-    "en": 'First, help Frank place a food delivery order at "Hema Fresh," ordering two "Fresh Gift Packs." Then, '
-          'send a message to Frank saying, "The price of the purchased goods is () yuan." Replace the parentheses '
-          "with the actual amount, keeping one decimal place.",
+    "en": 'First, help Frank place a food delivery order at "Hema Fresh," ordering two "Fresh Gift Packs." '
+    'Then, send a message to Frank saying, "The price of the purchased goods is () yuan." Replace the '
+    "parentheses with the actual amount, keeping one decimal place.",
     "zh": '首先帮Frank在"盒马生鲜"点外卖，需要定两个"生鲜大礼包"，再发短信告诉Frank：'
-          '"购买商品的价格是()元"。要把括号换成实际金额，保留一位小数。',
+    '"购买商品的价格是()元"。要把括号换成实际金额，保留一位小数。',
 }
 
 
@@ -48,8 +52,10 @@ class ReminderApi(BaseApi):
             "no_match": "没有包含该关键词的提醒。",
         },
     }
-    ACTIONS = {"en": {"view": "view reminders", "add": "add a reminder", "delete": "delete reminders"},
-               "zh": {"view": "查看提醒", "add": "添加提醒", "delete": "删除提醒"}}
+    ACTIONS = {
+        "en": {"view": "view reminders", "add": "add a reminder", "delete": "delete reminders"},
+        "zh": {"view": "查看提醒", "add": "添加提醒", "delete": "删除提醒"},
+    }
 
     def __init__(self, language: str = "en"):
         super().__init__(language)
@@ -66,7 +72,10 @@ class ReminderApi(BaseApi):
         self.reminder_id_counter = len(preset)
 
     def _denied(self, action: str) -> Result:
-        return {"status": False, "message": self._t("not_logged_in", action=self.ACTIONS[self._language][action])}
+        return {
+            "status": False,
+            "message": self._t("not_logged_in", action=self.ACTIONS[self._language][action]),
+        }
 
     def view_reminder_by_title(self, title: str) -> Result:
         """The first reminder with exactly this title."""
@@ -85,8 +94,13 @@ class ReminderApi(BaseApi):
             return {"status": False, "message": self._t("full")}
         self.reminder_id_counter += 1
         rid = self.reminder_id_counter
-        self.reminder_list[rid] = {"reminder_id": rid, "title": title, "description": description,
-                                   "time": time, "notified": False}
+        self.reminder_list[rid] = {
+            "reminder_id": rid,
+            "title": title,
+            "description": description,
+            "time": time,
+            "notified": False,
+        }
         return {"status": True, "message": self._t("added", title=title)}
 
     def delete_reminder(self, reminder_id: int) -> Result:
@@ -102,8 +116,13 @@ class ReminderApi(BaseApi):
         """Every reminder's title, description, time and notified flag."""
         if not self.reminder_list:
             return {"status": False, "message": self._t("none")}
-        return {"status": True, "reminders": [
-            {k: r[k] for k in ("title", "description", "time", "notified")} for r in self.reminder_list.values()]}
+        return {
+            "status": True,
+            "reminders": [
+                {k: r[k] for k in ("title", "description", "time", "notified")}
+                for r in self.reminder_list.values()
+            ],
+        }
 
     def mark_as_notified(self, reminder_id: int) -> Result:
         """Mark a reminder as notified."""
@@ -118,8 +137,13 @@ class ReminderApi(BaseApi):
         for r in self.reminder_list.values():
             if keyword.lower() in r["title"].lower() or keyword.lower() in r["description"].lower():
                 # upstream: r["time"].strftime(...) on a string time -> AttributeError
-                found.append({"title": r["title"], "description": r["description"],
-                              "time": r["time"].strftime("%Y-%m-%d %H:%M")})
+                found.append(
+                    {
+                        "title": r["title"],
+                        "description": r["description"],
+                        "time": r["time"].strftime("%Y-%m-%d %H:%M"),
+                    }
+                )
         if not found:
             return {"status": False, "message": self._t("no_match")}
         return {"status": True, "reminders": found}

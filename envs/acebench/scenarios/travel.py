@@ -19,8 +19,15 @@ import copy
 from datetime import datetime, timedelta
 from typing import Any
 
-CITIES = {"Beijing": "北京", "Shanghai": "上海", "Nanjing": "南京", "Shenzhen": "深圳", "Xiamen": "厦门",
-          "Chengdu": "成都", "Fuzhou": "福州"}
+CITIES = {
+    "Beijing": "北京",
+    "Shanghai": "上海",
+    "Nanjing": "南京",
+    "Shenzhen": "深圳",
+    "Xiamen": "厦门",
+    "Chengdu": "成都",
+    "Fuzhou": "福州",
+}
 CABINS = {"en": ("Economy Class", "Business Class"), "zh": ("经济舱", "商务舱")}
 AIRLINE_CANCEL_REASON = {"en": "The airline has canceled the flight.", "zh": "航空公司取消航班"}
 NOW = datetime(2024, 7, 14, 6, 0, 0)
@@ -40,17 +47,34 @@ FLIGHTS = [
     ("MH2616", "Chengdu", "Fuzhou", "2024-07-16 18:30:00", "2024-07-16 21:00:00", 8, 1500, 2500),
 ]
 # reservation id, user, flight, economy?, origin, destination (all paid by bank with one bag)
-RESERVATIONS = [("res_1", "user1", "CA1234", True, "Beijing", "Shanghai"),
-                ("res_2", "user1", "MU5678", False, "Shanghai", "Beijing"),
-                ("res_3", "user2", "MH1765", False, "Xiamen", "Chengdu"),
-                ("res_4", "user2", "MU2616", False, "Chengdu", "Xiamen")]
+RESERVATIONS = [
+    ("res_1", "user1", "CA1234", True, "Beijing", "Shanghai"),
+    ("res_2", "user1", "MU5678", False, "Shanghai", "Beijing"),
+    ("res_3", "user2", "MH1765", False, "Xiamen", "Chengdu"),
+    ("res_4", "user2", "MU2616", False, "Chengdu", "Xiamen"),
+]
 USERS = {
-    "user1": {"user_name": "Eve", "password": "password123", "cash_balance": 2000.0, "bank_balance": 50000.0,
-              "membership_level": "regular"},
-    "user2": {"user_name": "Frank", "password": "password456", "cash_balance": 8000.0, "bank_balance": 8000.0,
-              "membership_level": "silver"},
-    "user3": {"user_name": "Grace", "password": "password789", "cash_balance": 1000.0, "bank_balance": 5000.0,
-              "membership_level": "gold"},
+    "user1": {
+        "user_name": "Eve",
+        "password": "password123",
+        "cash_balance": 2000.0,
+        "bank_balance": 50000.0,
+        "membership_level": "regular",
+    },
+    "user2": {
+        "user_name": "Frank",
+        "password": "password456",
+        "cash_balance": 8000.0,
+        "bank_balance": 8000.0,
+        "membership_level": "silver",
+    },
+    "user3": {
+        "user_name": "Grace",
+        "password": "password789",
+        "cash_balance": 1000.0,
+        "bank_balance": 5000.0,
+        "membership_level": "gold",
+    },
 }
 FREE_BAGS = {"regular": (1, 2), "silver": (2, 3), "gold": (3, 3)}  # (economy, business)
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
@@ -64,7 +88,8 @@ TEXT = {
         "bad_payment": "Invalid payment method",
         "poor_cash": "Your cash balance is insufficient. Please consider using another payment method.",
         "poor_bank": "Your bank balance is insufficient. Please consider using another payment method.",
-        "booked": "Booking successful. Reservation ID: {rid}. Total cost: {cost} yuan (including baggage fees).",
+        "booked": "Booking successful. Reservation ID: {rid}. Total cost: {cost} yuan (including baggage "
+        "fees).",
         "no_reservation": "Reservation not found or user ID does not match.",
         "no_flight": "Flight information not found.",
         "changed": "Flight number has been changed.",
@@ -79,25 +104,38 @@ TEXT = {
         "not_yours": "Invalid reservation ID or it does not belong to the user.",
         "bad_flight": "Invalid flight information.",
         "used": "The flight segment has been used and cannot be canceled.",
-        "airline": "The flight has been canceled. Your reservation will be canceled free of charge, and {amount} "
-                   "yuan has been refunded.",
-        "free": "More than 24 hours before departure. Free cancellation successful, {amount} yuan has been refunded.",
+        "airline": "The flight has been canceled. Your reservation will be canceled free of charge, and "
+        "{amount} "
+        "yuan has been refunded.",
+        "free": "More than 24 hours before departure. Free cancellation successful, {amount} yuan has been "
+        "refunded.",
         "fee": "Less than 24 hours before departure. A cancellation fee of {fee} yuan has been deducted, and "
-               "{amount} yuan has been refunded.",
+        "{amount} yuan has been refunded.",
     },
     "zh": {
-        "no_direct": "没有符合条件的直达航班", "bad_login": "用户名或密码不正确",
-        "need_id": "请提供有效的预订ID或用户ID", "no_transfer": "未找到符合条件的中转航班。",
-        "bad_payment": "支付方式无效", "poor_cash": "cash余额不足，请考虑换一种支付方式",
+        "no_direct": "没有符合条件的直达航班",
+        "bad_login": "用户名或密码不正确",
+        "need_id": "请提供有效的预订ID或用户ID",
+        "no_transfer": "未找到符合条件的中转航班。",
+        "bad_payment": "支付方式无效",
+        "poor_cash": "cash余额不足，请考虑换一种支付方式",
         "poor_bank": "bank余额不足，请考虑换一种支付方式",
         "booked": "预订成功，预订号：{rid}，总费用：{cost}元（包含行李费用）。",
-        "no_reservation": "预订未找到或用户ID不匹配。", "no_flight": "航班信息未找到。",
-        "changed": "航班号已更改。", "bad_change": "航班更改失败：新的航班号无效或目的地不匹配。",
-        "cabin_paid": "舱位更改成功。已支付差价: {diff}。", "cabin_poor": "余额不足，无法支付舱位差价。",
-        "cabin_refund": "舱位更改成功。已退款差价: {diff}。", "bags_paid": "行李已增加。需支付额外费用: {cost}。",
-        "bags_poor": "余额不足，无法支付额外行李费用。", "no_fee": "修改完成，无需额外费用。",
-        "bad_user": "用户ID无效。", "not_yours": "预订ID无效或与该用户无关。", "bad_flight": "航班信息无效。",
-        "used": "航段已使用，无法取消。", "airline": "航班已取消，您的预订将被免费取消，已退款{amount}元。",
+        "no_reservation": "预订未找到或用户ID不匹配。",
+        "no_flight": "航班信息未找到。",
+        "changed": "航班号已更改。",
+        "bad_change": "航班更改失败：新的航班号无效或目的地不匹配。",
+        "cabin_paid": "舱位更改成功。已支付差价: {diff}。",
+        "cabin_poor": "余额不足，无法支付舱位差价。",
+        "cabin_refund": "舱位更改成功。已退款差价: {diff}。",
+        "bags_paid": "行李已增加。需支付额外费用: {cost}。",
+        "bags_poor": "余额不足，无法支付额外行李费用。",
+        "no_fee": "修改完成，无需额外费用。",
+        "bad_user": "用户ID无效。",
+        "not_yours": "预订ID无效或与该用户无关。",
+        "bad_flight": "航班信息无效。",
+        "used": "航段已使用，无法取消。",
+        "airline": "航班已取消，您的预订将被免费取消，已退款{amount}元。",
         "free": "距离出发时间超过24小时，免费取消成功，已退款{amount}元。",
         "fee": "距离出发时间不足24小时，已扣除取消费{fee}元，退款{amount}元。",
     },
@@ -115,13 +153,30 @@ class Travel:
         economy, business = CABINS[language]
         self.users = copy.deepcopy(USERS)
         self.flights = [
-            {"flight_no": no, "origin": city(o), "destination": city(d), "depart_time": dep, "arrival_time": arr,
-             "status": "available", "seats_available": seats, "economy_price": eco, "business_price": bus}
+            {
+                "flight_no": no,
+                "origin": city(o),
+                "destination": city(d),
+                "depart_time": dep,
+                "arrival_time": arr,
+                "status": "available",
+                "seats_available": seats,
+                "economy_price": eco,
+                "business_price": bus,
+            }
             for no, o, d, dep, arr, seats, eco, bus in FLIGHTS
         ]
         self.reservations = [
-            {"reservation_id": rid, "user_id": uid, "flight_no": no, "payment_method": "bank",
-             "cabin": economy if eco else business, "baggage": 1, "origin": city(o), "destination": city(d)}
+            {
+                "reservation_id": rid,
+                "user_id": uid,
+                "flight_no": no,
+                "payment_method": "bank",
+                "cabin": economy if eco else business,
+                "baggage": 1,
+                "origin": city(o),
+                "destination": city(d),
+            }
             for rid, uid, no, eco, o, d in RESERVATIONS
         ]
 
@@ -140,8 +195,11 @@ class Travel:
     # ---- queries ---------------------------------------------------------------------------
     def get_flight_details(self, origin: str = None, destination: str = None) -> Any:
         """Flights filtered by origin and/or destination."""
-        flights = [f for f in self.flights if (not origin or f["origin"] == origin)
-                   and (not destination or f["destination"] == destination)]
+        flights = [
+            f
+            for f in self.flights
+            if (not origin or f["origin"] == origin) and (not destination or f["destination"] == destination)
+        ]
         if not flights:
             return self._t("no_direct")
         return [dict(f) for f in flights]
@@ -182,12 +240,25 @@ class Travel:
 
     def find_transfer_flights(self, origin_city, transfer_city, destination_city):
         """Pairs of available flights via a transfer city where the first lands before the second leaves."""
-        first = [f for f in self.flights if f["origin"] == origin_city and f["destination"] == transfer_city
-                 and f["status"] == "available"]
-        second = [f for f in self.flights if f["origin"] == transfer_city and f["destination"] == destination_city
-                  and f["status"] == "available"]
-        pairs = [{"first_leg": a, "second_leg": b} for a in first for b in second
-                 if datetime.strptime(a["arrival_time"], TIME_FORMAT) < datetime.strptime(b["depart_time"], TIME_FORMAT)]
+        first = [
+            f
+            for f in self.flights
+            if f["origin"] == origin_city and f["destination"] == transfer_city and f["status"] == "available"
+        ]
+        second = [
+            f
+            for f in self.flights
+            if f["origin"] == transfer_city
+            and f["destination"] == destination_city
+            and f["status"] == "available"
+        ]
+        pairs = [
+            {"first_leg": a, "second_leg": b}
+            for a in first
+            for b in second
+            if datetime.strptime(a["arrival_time"], TIME_FORMAT)
+            < datetime.strptime(b["depart_time"], TIME_FORMAT)
+        ]
         return pairs if pairs else self._t("no_transfer")
 
     def calculate_baggage_fee(self, membership_level, cabin_class, baggage_count):
@@ -208,7 +279,9 @@ class Travel:
     def reserve_flight(self, user_id, password, flight_no, cabin, payment_method, baggage_count):
         """Book a flight, paying the fare and extra-bag fees by cash or bank."""
         user = self.authenticate_user(user_id, password)
-        flight = next((f for f in self.flights if f["flight_no"] == flight_no and f["status"] == "available"), None)
+        flight = next(
+            (f for f in self.flights if f["flight_no"] == flight_no and f["status"] == "available"), None
+        )
         price = flight["economy_price"] if cabin == CABINS[self._language][0] else flight["business_price"]
         total = price + self.calculate_baggage_fee(user["membership_level"], cabin, baggage_count)
         if payment_method not in ("cash", "bank"):
@@ -219,15 +292,36 @@ class Travel:
         self.users.get(user_id)[key] -= total
         flight["seats_available"] -= 1
         rid = f"res_{len(self.reservations) + 1}"
-        self.reservations.append({"reservation_id": rid, "user_id": user_id, "flight_no": flight_no,
-                                  "payment_method": payment_method, "cabin": cabin, "baggage": baggage_count})
+        self.reservations.append(
+            {
+                "reservation_id": rid,
+                "user_id": user_id,
+                "flight_no": flight_no,
+                "payment_method": payment_method,
+                "cabin": cabin,
+                "baggage": baggage_count,
+            }
+        )
         return self._t("booked", rid=rid, cost=total)
 
-    def modify_flight(self, user_id, reservation_id, new_flight_no=None, new_cabin=None, add_baggage=0,
-                      new_payment_method=None):
+    def modify_flight(
+        self,
+        user_id,
+        reservation_id,
+        new_flight_no=None,
+        new_cabin=None,
+        add_baggage=0,
+        new_payment_method=None,
+    ):
         """Change a reservation's flight (same route), cabin and/or add bags."""
-        res = next((r for r in self.reservations if r["reservation_id"] == reservation_id
-                    and r["user_id"] == user_id), None)
+        res = next(
+            (
+                r
+                for r in self.reservations
+                if r["reservation_id"] == reservation_id and r["user_id"] == user_id
+            ),
+            None,
+        )
         if not res:
             return self._t("no_reservation")
         current = self._flight(res["flight_no"])
@@ -238,7 +332,9 @@ class Travel:
         notes = []
         if new_flight_no and new_flight_no != res["flight_no"]:
             new = self._flight(new_flight_no)
-            if not (new and new["origin"] == current["origin"] and new["destination"] == current["destination"]):
+            if not (
+                new and new["origin"] == current["origin"] and new["destination"] == current["destination"]
+            ):
                 return self._t("bad_change")
             res["flight_no"] = new_flight_no
             notes.append(self._t("changed"))
@@ -253,7 +349,9 @@ class Travel:
                 notes.append(self._t("cabin_refund", diff=-diff))
         if add_baggage > 0:
             total_bags = res.get("baggage", 0) + add_baggage
-            cost = max(0, total_bags - self.get_baggage_allowance(user["membership_level"], res["cabin"])) * 50
+            cost = (
+                max(0, total_bags - self.get_baggage_allowance(user["membership_level"], res["cabin"])) * 50
+            )
             if cost > 0:
                 ok = self.update_balance(user, payment, -cost)
                 notes.append(self._t("bags_paid", cost=cost) if ok else self._t("bags_poor"))
@@ -265,8 +363,14 @@ class Travel:
         user = self.users.get(user_id, None)
         if not user:
             return self._t("bad_user")
-        res = next((r for r in self.reservations if r["reservation_id"] == reservation_id
-                    and r["user_id"] == user_id), None)
+        res = next(
+            (
+                r
+                for r in self.reservations
+                if r["reservation_id"] == reservation_id and r["user_id"] == user_id
+            ),
+            None,
+        )
         if not res:
             return self._t("not_yours")
         flight = self._flight(res["flight_no"])
@@ -275,7 +379,9 @@ class Travel:
         depart = datetime.strptime(flight["depart_time"], TIME_FORMAT)
         if NOW > depart:
             return self._t("used")
-        price = flight["economy_price"] if res["cabin"] == CABINS[self._language][0] else flight["business_price"]
+        price = (
+            flight["economy_price"] if res["cabin"] == CABINS[self._language][0] else flight["business_price"]
+        )
         if reason == AIRLINE_CANCEL_REASON[self._language]:
             self.process_refund(user, price)
             return self._t("airline", amount=price)

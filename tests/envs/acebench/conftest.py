@@ -1,4 +1,5 @@
 """Shared helpers for the ACEBench tests."""
+
 import pytest
 
 from envs.acebench.data import has_acebench
@@ -8,5 +9,8 @@ needs_data = pytest.mark.skipif(not has_acebench(), reason="ACEBench data not fo
 
 def doc(name, props, required=(), ptype="object"):
     """A function doc in ACEBench's format."""
-    return {"name": name, "description": f"{name} doc",
-            "parameters": {"type": ptype, "properties": props, "required": list(required)}}
+    return {
+        "name": name,
+        "description": f"{name} doc",
+        "parameters": {"type": ptype, "properties": props, "required": list(required)},
+    }

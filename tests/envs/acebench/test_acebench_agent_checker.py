@@ -1,4 +1,5 @@
 """End-to-end and process accuracy for agent entries, with ACEBench's quirks."""
+
 from envs.acebench.agent_checker import agent_state_check, process_accuracy
 
 BASE = {"BaseApi": {"wifi": True, "logged_in": True}}
@@ -13,8 +14,10 @@ def check(saved, answer):
 def test_exact_states_pass_and_differences_fail():
     assert check([BASE, INBOX], [BASE, INBOX]) == (True, "")
     assert check([INBOX, BASE], [BASE, INBOX]) == (True, "")  # matched by class name, not position
-    assert check([{"BaseApi": {"wifi": False, "logged_in": True}}, INBOX], [BASE, INBOX]) == \
-        (False, "class attributes wrong")
+    assert check([{"BaseApi": {"wifi": False, "logged_in": True}}, INBOX], [BASE, INBOX]) == (
+        False,
+        "class attributes wrong",
+    )
     other = {"MessageApi": {"inbox": {"1": {"m": "a"}, "7": {"m": "c"}}}}
     assert check([BASE, other], [BASE, INBOX]) == (False, "class attributes wrong")
 
@@ -33,7 +36,10 @@ def test_quirk_dict_attributes_compare_answer_keys_only():
 
 def test_quirk_missing_attributes_are_not_checked_but_extra_ones_fail():
     assert check([{"BaseApi": {"wifi": True}}], [BASE]) == (True, "")
-    assert check([{"BaseApi": {"wifi": True, "logged_in": True, "x": 1}}], [BASE]) == (False, "class attributes wrong")
+    assert check([{"BaseApi": {"wifi": True, "logged_in": True, "x": 1}}], [BASE]) == (
+        False,
+        "class attributes wrong",
+    )
 
 
 def test_quirk_unmatched_class_names_reuse_the_previous_verdict():
@@ -41,7 +47,10 @@ def test_quirk_unmatched_class_names_reuse_the_previous_verdict():
     reminder = {"ReminderApi": {"reminder_list": {}}}
     assert check([BASE, reminder], [BASE, misspelt]) == (True, "")  # never compared
     bad_base = {"BaseApi": {"wifi": False, "logged_in": True}}
-    assert check([bad_base, reminder], [BASE, misspelt]) == (False, "class attributes wrong")  # failure repeats
+    assert check([bad_base, reminder], [BASE, misspelt]) == (
+        False,
+        "class attributes wrong",
+    )  # failure repeats
 
 
 def test_bad_results_do_not_crash():

@@ -1,11 +1,18 @@
 """``lopd score acebench`` on result files: the table, --out, and bad inputs."""
+
 import json
 
 import pytest
 from conftest import needs_data
 
 from envs.acebench.data import ALL_CATEGORIES, load_category
-from envs.acebench.ground_truth import EXCEPTIONS_FILE, milestone_lists, normal_output, replay_agent, special_output
+from envs.acebench.ground_truth import (
+    EXCEPTIONS_FILE,
+    milestone_lists,
+    normal_output,
+    replay_agent,
+    special_output,
+)
 from harness.cli import main
 
 pytestmark = needs_data
@@ -27,13 +34,16 @@ def gt_results(tmp_path_factory):
     for category in ALL_CATEGORIES:
         rows = [ground_truth_row(e) for e in load_category("en", category)]
         (root / f"data_{category}_result.json").write_text(
-            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+        )
     return root
 
 
 def test_scores_ground_truth_results(gt_results, tmp_path, capsys):
     out = tmp_path / "verdicts.jsonl"
-    assert main(["score", "acebench", "--results", str(gt_results), "--language", "en", "--out", str(out)]) == 0
+    assert (
+        main(["score", "acebench", "--results", str(gt_results), "--language", "en", "--out", str(out)]) == 0
+    )
     table = capsys.readouterr().out
     assert "special_irrelevant" in table and "summary (ACEBench table)" in table and "missing" not in table
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
@@ -41,7 +51,8 @@ def test_scores_ground_truth_results(gt_results, tmp_path, capsys):
     assert all(set(r) == {"id", "category", "valid", "error_type", "error"} for r in rows)
     exceptions = json.loads(EXCEPTIONS_FILE.read_text(encoding="utf-8"))
     expected_invalid = set(exceptions["normal"]["en"]) | {
-        k for k, v in exceptions["agent"]["en"].items() if "#" not in k and not v["official_valid"]}
+        k for k, v in exceptions["agent"]["en"].items() if "#" not in k and not v["official_valid"]
+    }
     assert {r["id"] for r in rows if not r["valid"]} == expected_invalid
 
 
@@ -50,16 +61,27 @@ def test_bad_and_partial_inputs_never_crash(gt_results, tmp_path, capsys):
     assert main(["score", "acebench", "--results", str(tmp_path)]) == 2  # no result files
     messy = tmp_path / "messy"
     messy.mkdir()
-    lines = ["not json", json.dumps([1, 2]), json.dumps({"id": "special_irrelevant_0", "result": None}),
-             json.dumps({"id": "special_irrelevant_1", "result": "the limitations of the function"}),
-             json.dumps({"id": "special_irrelevant_1", "result": "duplicate"}),
-             json.dumps({"id": "special_irrelevant_2"}), json.dumps({"id": "nobody", "result": "x"}), ""]
+    lines = [
+        "not json",
+        json.dumps([1, 2]),
+        json.dumps({"id": "special_irrelevant_0", "result": None}),
+        json.dumps({"id": "special_irrelevant_1", "result": "the limitations of the function"}),
+        json.dumps({"id": "special_irrelevant_1", "result": "duplicate"}),
+        json.dumps({"id": "special_irrelevant_2"}),
+        json.dumps({"id": "nobody", "result": "x"}),
+        "",
+    ]
     (messy / "data_special_irrelevant_result.json").write_text("\n".join(lines), encoding="utf-8")
     (messy / "data_normal_atom_bool_result.json").write_text(
-        json.dumps({"id": "normal_atom_bool_0", "result": {"not": "text"}}) + "\n"
-        + json.dumps({"id": "normal_atom_bool_1", "result": "[" * 500}) + "\n", encoding="utf-8")
+        json.dumps({"id": "normal_atom_bool_0", "result": {"not": "text"}})
+        + "\n"
+        + json.dumps({"id": "normal_atom_bool_1", "result": "[" * 500})
+        + "\n",
+        encoding="utf-8",
+    )
     (messy / "data_agent_multi_turn_result.json").write_text(
-        json.dumps({"id": "agent_multi_turn_0", "result": "nonsense", "process": 5}) + "\n", encoding="utf-8")
+        json.dumps({"id": "agent_multi_turn_0", "result": "nonsense", "process": 5}) + "\n", encoding="utf-8"
+    )
     out = tmp_path / "messy.jsonl"
     assert main(["score", "acebench", "--results", str(messy), "--out", str(out)]) == 0
     captured = capsys.readouterr()
@@ -80,7 +102,8 @@ def test_fc_results(tmp_path, capsys):
     entry = load_category("en", "normal_atom_enum")[0]
     fc = [{name: json.dumps(args)} for name, args in entry.ground_truth.items()]
     (tmp_path / "data_normal_atom_enum_result.json").write_text(
-        json.dumps({"id": entry.id, "result": fc}) + "\n", encoding="utf-8")
+        json.dumps({"id": entry.id, "result": fc}) + "\n", encoding="utf-8"
+    )
     out = tmp_path / "v.jsonl"
     assert main(["score", "acebench", "--results", str(tmp_path), "--out", str(out)]) == 0
     assert json.loads(out.read_text().splitlines()[0])["error_type"] == "wrong_output_format"  # as upstream

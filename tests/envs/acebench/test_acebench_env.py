@@ -1,4 +1,5 @@
 """The Gymnasium environments: registration, check_env, prompts, formats, agent episodes."""
+
 import json
 
 import gymnasium as gym
@@ -47,8 +48,13 @@ def test_normal_episode_prompt_format():
     entry = env.entry()
     obs, reward, term, trunc, info = env.step("<think>easy</think>\n" + normal_output(entry.ground_truth))
     assert (reward, term, trunc) == (1.0, True, False)
-    assert info["verdict"] == {"id": entry.id, "category": entry.category, "valid": True, "error_type": "",
-                               "error": None}
+    assert info["verdict"] == {
+        "id": entry.id,
+        "category": entry.category,
+        "valid": True,
+        "error_type": "",
+        "error": None,
+    }
     assert env.step("again")[4]["error"] == "episode_over"
     env.reset(options={"task_id": "normal_single_turn_single_function_0"})
     _, reward, *_, info = env.step(normal_output(entry.ground_truth).replace("'total'", "'partial'"))
@@ -108,7 +114,9 @@ def test_agent_env_replays_every_entry_to_reward_one(language):
         entry = task.data["entry"]
         key = entry.id if len(milestone_lists(entry)) == 1 else f"{entry.id}#0"
         stones = listed[key]["corrected_mile_stone"] if key in listed else milestone_lists(entry)[0]
-        obs, reward, term, trunc, info = run_agent(env, task.task_id, [repair_milestone(s.strip()) for s in stones])
+        obs, reward, term, trunc, info = run_agent(
+            env, task.task_id, [repair_milestone(s.strip()) for s in stones]
+        )
         assert (reward, term, trunc) == (1.0, True, False), (task.task_id, info["verdict"])
         assert info["process_accuracy"] == 1.0 and info["verdict"]["valid"]
 
@@ -119,7 +127,10 @@ def test_agent_multi_step_routing_and_limits():
     assert prompt.startswith("I am Eve") and "finish conversation" in info["messages"][0]["content"]
     # "finish conversation" in the first message does not end the episode (upstream checks index > 1)
     obs, r, term, trunc, info = env.step("finish conversation")
-    assert not term and obs == "Please do not ask me any questions, use the known conditions to solve the problem"
+    assert (
+        not term
+        and obs == "Please do not ask me any questions, use the known conditions to solve the problem"
+    )
     obs, *_ = env.step("[get_latest_message_id()]")
     assert "'message_id': 4" in obs and env.process == ["finish conversation", "[get_latest_message_id()]"]
     for _ in range(17):
@@ -130,17 +141,26 @@ def test_agent_multi_step_routing_and_limits():
 
 
 def test_agent_multi_turn_with_a_scripted_user():
-    user = ScriptedUserSimulator(["Send 'Are you free tomorrow to have lunch with me?' to Frank.", "I am Grace.",
-                                  "Delete the oldest one."])
+    user = ScriptedUserSimulator(
+        [
+            "Send 'Are you free tomorrow to have lunch with me?' to Frank.",
+            "I am Grace.",
+            "Delete the oldest one.",
+        ]
+    )
     env = AceBenchAgentEnv("en", categories=["agent_multi_turn"], user_simulator=user)
     prompt, info = env.reset(options={"task_id": "agent_multi_turn_0"})
     assert prompt.startswith("Send 'Are you free") and info["messages"][1]["content"] == prompt
     assert "phone assistant" in info["messages"][0]["content"]
     obs, r, term, trunc, info = env.step("Who is sending it?")
     assert obs == "I am Grace." and info["messages"][-1] == {"role": "user", "content": "I am Grace."}
-    script = ["[turn_on_wifi()]", "[get_earliest_message_id()]", "[delete_message(message_id=3)]",
-              "[send_message(sender_name='Grace', receiver_name='Frank', message='Are you free tomorrow to have "
-              "lunch with me?')]"]
+    script = [
+        "[turn_on_wifi()]",
+        "[get_earliest_message_id()]",
+        "[delete_message(message_id=3)]",
+        "[send_message(sender_name='Grace', receiver_name='Frank', message='Are you free tomorrow to have "
+        "lunch with me?')]",
+    ]
     for s in script:
         obs, r, term, trunc, info = env.step(s)
         assert info["messages"][-1]["role"] == "tool" and not term
@@ -158,7 +178,9 @@ def test_agent_multi_turn_with_an_engine_backed_user():
         seen.append(messages)
         return "I want to book a flight." if len(messages) == 2 else "finish conversation"
 
-    env = gym.make("lopd/acebench-agent-en-v0", categories=["agent_multi_turn"], user_generate=generate).unwrapped
+    env = gym.make(
+        "lopd/acebench-agent-en-v0", categories=["agent_multi_turn"], user_generate=generate
+    ).unwrapped
     prompt, _ = env.reset(options={"task_id": "agent_multi_turn_20"})
     assert prompt == "I want to book a flight."
     assert seen[0][0]["role"] == "system" and "Instruction: You are Frank" in seen[0][0]["content"]
@@ -175,8 +197,12 @@ def test_agent_fc_format_and_a_failing_user():
     def broken(_messages):
         raise RuntimeError("engine down")
 
-    env = AceBenchAgentEnv("en", categories=["agent_multi_turn"], format="fc",
-                           user_simulator=lambda entry: ScriptedUserSimulator(["hi"]))
+    env = AceBenchAgentEnv(
+        "en",
+        categories=["agent_multi_turn"],
+        format="fc",
+        user_simulator=lambda entry: ScriptedUserSimulator(["hi"]),
+    )
     _, info = env.reset(options={"task_id": "agent_multi_turn_0"})
     assert "<tools>" in info["messages"][0]["content"]
     obs, *_ = env.step(render_tool_calls([("turn_on_wifi", {})]))

@@ -1,4 +1,5 @@
 """Fuzzing: no model output makes the decoder, the checkers, the executor or the envs raise."""
+
 import math
 
 import pytest
@@ -12,16 +13,55 @@ from envs.acebench.normal_checker import check_alternatives, normal_check
 from envs.acebench.scenarios import make_instance, public_methods
 from envs.acebench.special_checker import special_check
 
-scalars = (st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=True)
-           | st.text(max_size=12) | st.sampled_from(["true", "false", "", "New York", "...", "'", '"']))
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner)
-                      | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=12)
-names = st.sampled_from(["get_weather", "book_flight", "get", "plan_2", "send_message", "turn_on_wifi",
-                         "add_food_delivery_order", "reserve_flight", "modify_flight", "", "x.y"]) | st.text(max_size=8)
-params = st.sampled_from(["city", "days", "tags", "options", "stops", "message_id", "items", "user_id",
-                          "baggage_count", "new_cabin"]) | st.text(min_size=1, max_size=6)
-calls = st.lists(st.dictionaries(names, st.dictionaries(params, values, max_size=4), min_size=1, max_size=1),
-                 max_size=4)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**6), 10**6)
+    | st.floats(allow_nan=True)
+    | st.text(max_size=12)
+    | st.sampled_from(["true", "false", "", "New York", "...", "'", '"'])
+)
+values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+names = st.sampled_from(
+    [
+        "get_weather",
+        "book_flight",
+        "get",
+        "plan_2",
+        "send_message",
+        "turn_on_wifi",
+        "add_food_delivery_order",
+        "reserve_flight",
+        "modify_flight",
+        "",
+        "x.y",
+    ]
+) | st.text(max_size=8)
+params = st.sampled_from(
+    [
+        "city",
+        "days",
+        "tags",
+        "options",
+        "stops",
+        "message_id",
+        "items",
+        "user_id",
+        "baggage_count",
+        "new_cabin",
+    ]
+) | st.text(min_size=1, max_size=6)
+calls = st.lists(
+    st.dictionaries(names, st.dictionaries(params, values, max_size=4), min_size=1, max_size=1), max_size=4
+)
 
 
 def render(call_list):
@@ -32,16 +72,56 @@ def render(call_list):
     return "[" + ", ".join(parts) + "]"
 
 
-fragments = st.one_of(st.text(max_size=80), calls.map(render),
-                      st.sampled_from(["[", "]", "(", ")", "=", "'", "**", "lambda", "<think>", "</think>",
-                                       "finish conversation", "<tool_call>", "</tool_call>", "\n", " "]))
+fragments = st.one_of(
+    st.text(max_size=80),
+    calls.map(render),
+    st.sampled_from(
+        [
+            "[",
+            "]",
+            "(",
+            ")",
+            "=",
+            "'",
+            "**",
+            "lambda",
+            "<think>",
+            "</think>",
+            "finish conversation",
+            "<tool_call>",
+            "</tool_call>",
+            "\n",
+            " ",
+        ]
+    ),
+)
 outputs = st.lists(fragments, max_size=5).map("".join)
 
-TYPES = st.sampled_from(["string", "integer", "number", "boolean", "array", "object", "dict", "tuple", "float",
-                         "objectArray", "null", "weird"])
-random_docs = st.lists(st.builds(
-    lambda n, ps, req: doc(n, {p: {"type": t} for p, t in ps.items()}, required=req),
-    names, st.dictionaries(params, TYPES, max_size=4), st.lists(params, max_size=2)), max_size=3)
+TYPES = st.sampled_from(
+    [
+        "string",
+        "integer",
+        "number",
+        "boolean",
+        "array",
+        "object",
+        "dict",
+        "tuple",
+        "float",
+        "objectArray",
+        "null",
+        "weird",
+    ]
+)
+random_docs = st.lists(
+    st.builds(
+        lambda n, ps, req: doc(n, {p: {"type": t} for p, t in ps.items()}, required=req),
+        names,
+        st.dictionaries(params, TYPES, max_size=4),
+        st.lists(params, max_size=2),
+    ),
+    max_size=3,
+)
 
 
 @pytest.mark.slow
@@ -64,23 +144,34 @@ def test_normal_checker_never_raises(docs, output_calls, answer):
 
 @pytest.mark.slow
 @settings(max_examples=200)
-@given(values | outputs, st.sampled_from(["special_incomplete", "special_error_param", "special_irrelevant"]),
-       values)
+@given(
+    values | outputs,
+    st.sampled_from(["special_incomplete", "special_error_param", "special_irrelevant"]),
+    values,
+)
 def test_special_checker_never_raises(result, category, answer):
     r = special_check(category, result, answer)
     assert isinstance(r["valid"], bool)
 
 
 PHONE = ["BaseApi", "MessageApi", "ReminderApi", "FoodPlatform"]
-method_names = st.sampled_from(sorted({m for c in PHONE + ["Travel"] for m in public_methods(make_instance(c, "en"))}))
-method_calls = st.lists(st.dictionaries(method_names, st.dictionaries(params, values, max_size=4),
-                                        min_size=1, max_size=1), min_size=1, max_size=3).map(render)
+method_names = st.sampled_from(
+    sorted({m for c in PHONE + ["Travel"] for m in public_methods(make_instance(c, "en"))})
+)
+method_calls = st.lists(
+    st.dictionaries(method_names, st.dictionaries(params, values, max_size=4), min_size=1, max_size=1),
+    min_size=1,
+    max_size=3,
+).map(render)
 
 
 @pytest.mark.slow
 @settings(max_examples=200)
-@given(st.lists(method_calls | outputs, min_size=1, max_size=4), st.sampled_from(["multi_step", "multi_turn"]),
-       st.sampled_from(["en", "zh"]))
+@given(
+    st.lists(method_calls | outputs, min_size=1, max_size=4),
+    st.sampled_from(["multi_step", "multi_turn"]),
+    st.sampled_from(["en", "zh"]),
+)
 def test_executor_never_raises(messages, mode, language):
     rt = AgentRuntime(language, {"BaseApi": {"wifi": True, "logged_in": True}}, PHONE + ["Travel"], mode)
     for m in messages:
@@ -92,8 +183,11 @@ def test_executor_never_raises(messages, mode, language):
 
 @needs_data
 @settings(max_examples=60, deadline=None)
-@given(st.lists(method_calls | outputs, min_size=1, max_size=5), st.sampled_from(["prompt", "fc"]),
-       st.integers(0, 49))
+@given(
+    st.lists(method_calls | outputs, min_size=1, max_size=5),
+    st.sampled_from(["prompt", "fc"]),
+    st.integers(0, 49),
+)
 def test_agent_env_never_raises(actions, fmt, pick):
     from envs.acebench.env import AceBenchAgentEnv
 

@@ -1,14 +1,27 @@
 """Replaying ACEBench's own answers: every entry with a ground truth scores 1.0 unless it is listed,
 with its reason, in envs/acebench/ground_truth_exceptions.json (asserted as exactly that set)."""
+
 import json
 
 import pytest
 from conftest import needs_data
 
 from envs.acebench.agent_checker import agent_state_check
-from envs.acebench.data import AGENT_CATEGORIES, LANGUAGES, NORMAL_CATEGORIES, SPECIAL_CATEGORIES, load_category
-from envs.acebench.ground_truth import (EXCEPTIONS_FILE, diagnose_normal, milestone_lists, normal_output,
-                                        replay_agent, special_output)
+from envs.acebench.data import (
+    AGENT_CATEGORIES,
+    LANGUAGES,
+    NORMAL_CATEGORIES,
+    SPECIAL_CATEGORIES,
+    load_category,
+)
+from envs.acebench.ground_truth import (
+    EXCEPTIONS_FILE,
+    diagnose_normal,
+    milestone_lists,
+    normal_output,
+    replay_agent,
+    special_output,
+)
 from envs.acebench.scoring import verdict_agent, verdict_normal, verdict_special
 
 pytestmark = needs_data
@@ -50,9 +63,14 @@ def test_fc_format_replay_agrees_with_prompt_format(language):
     for category in NORMAL_CATEGORIES:
         for entry in load_category(language, category)[:10]:
             answer = alternatives(entry)[0]
-            calls = [{k.rsplit("_", 1)[0] if k.rsplit("_", 1)[-1].isdigit() else k: json.dumps(v)}
-                     for k, v in answer.items()]
-            assert verdict_normal(entry, calls, fc=True).valid == verdict_normal(entry, normal_output(answer)).valid
+            calls = [
+                {k.rsplit("_", 1)[0] if k.rsplit("_", 1)[-1].isdigit() else k: json.dumps(v)}
+                for k, v in answer.items()
+            ]
+            assert (
+                verdict_normal(entry, calls, fc=True).valid
+                == verdict_normal(entry, normal_output(answer)).valid
+            )
 
 
 @pytest.mark.parametrize("language", LANGUAGES)

@@ -1,8 +1,14 @@
 """Our scenario classes and the execution role, unit by unit (behaviour upstream shows)."""
+
 import pytest
 
-from envs.acebench.executor import (DECODE_FAILURE_REPLY, MULTI_TURN_ERROR_TEXT, AgentRuntime,
-                                    decode_execution_message, is_execution_request)
+from envs.acebench.executor import (
+    DECODE_FAILURE_REPLY,
+    MULTI_TURN_ERROR_TEXT,
+    AgentRuntime,
+    decode_execution_message,
+    is_execution_request,
+)
 from envs.acebench.scenarios import SAVED_ATTRIBUTES, make_instance, public_methods
 
 PHONE = ["BaseApi", "MessageApi", "ReminderApi", "FoodPlatform"]
@@ -28,7 +34,9 @@ def test_inbox_capacity_ids_and_missing_time():
     full = rt.respond("[send_message(sender_name='Eve', receiver_name='Frank', message='hi')]").results[0]
     assert full["status"] is False and "full" in full["message"]
     rt.respond("[delete_message(message_id=2)]")
-    assert rt.respond("[send_message(sender_name='Eve', receiver_name='Frank', message='hi')]").results[0]["status"]
+    assert rt.respond("[send_message(sender_name='Eve', receiver_name='Frank', message='hi')]").results[0][
+        "status"
+    ]
     inbox = state(rt, "MessageApi")["inbox"]
     assert sorted(inbox, key=int) == ["1", "3", "4", "5", "6", "7"]
     assert inbox["7"] == {"sender_id": "USR100", "receiver_id": "USR101", "message": "hi"}  # no time field
@@ -55,9 +63,17 @@ def test_reminders():
     rt = runtime(classes=["BaseApi", "ReminderApi"])
     rt.respond("[add_reminder(title='A', description='B', time='2024-06-11 16:00')]")
     rem = state(rt, "ReminderApi")["reminder_list"]
-    assert rem["4"] == {"reminder_id": 4, "title": "A", "description": "B", "time": "2024-06-11 16:00",
-                        "notified": False}
-    assert rt.respond("[view_reminder_by_title(title='To-do list')]").results[0]["reminder"]["reminder_id"] == 1003
+    assert rem["4"] == {
+        "reminder_id": 4,
+        "title": "A",
+        "description": "B",
+        "time": "2024-06-11 16:00",
+        "notified": False,
+    }
+    assert (
+        rt.respond("[view_reminder_by_title(title='To-do list')]").results[0]["reminder"]["reminder_id"]
+        == 1003
+    )
     rt.respond("[add_reminder(title='C', description='D', time='t')]")
     rt.respond("[add_reminder(title='E', description='F', time='t')]")
     assert rt.respond("[add_reminder(title='G', description='H', time='t')]").results[0]["status"] is False
@@ -66,16 +82,27 @@ def test_reminders():
     assert rt.respond("[search_reminders(keyword='zzz')]").results[0]["status"] is False
 
 
-@pytest.mark.parametrize("language, merchant, product, ok_at_balance", [
-    ("en", "Hema Fresh", "Fresh Gift Pack", True), ("zh", "盒马生鲜", "生鲜大礼包", False)])
+@pytest.mark.parametrize(
+    "language, merchant, product, ok_at_balance",
+    [("en", "Hema Fresh", "Fresh Gift Pack", True), ("zh", "盒马生鲜", "生鲜大礼包", False)],
+)
 def test_food_orders(language, merchant, product, ok_at_balance):
     rt = runtime(wifi=False, classes=["BaseApi", "FoodPlatform"], language=language)
-    assert rt.respond("[login_food_platform(username='Jack', password='password654')]").results[0]["status"] is False
+    assert (
+        rt.respond("[login_food_platform(username='Jack', password='password654')]").results[0]["status"]
+        is False
+    )
     rt.respond("[turn_on_wifi()]")
     assert rt.respond("[login_food_platform(username='Jack', password='password654')]").results[0]["status"]
-    assert rt.respond("[login_food_platform(username='Jack', password='password654')]").results[0]["status"] is False
-    order = f"[add_food_delivery_order(username='Jack', merchant_name='{merchant}', items=[{{'product': '{product}', " \
-            "'quantity': 2}])]"
+    assert (
+        rt.respond("[login_food_platform(username='Jack', password='password654')]").results[0]["status"]
+        is False
+    )
+    order = (
+        f"[add_food_delivery_order(username='Jack', merchant_name='{merchant}', items=[{{'product': "
+        f"'{product}', "
+        "'quantity': 2}])]"
+    )
     assert rt.respond(order).results[0]["status"] is False  # 198 > 120
     rt.instances["FoodPlatform"].users["Jack"]["balance"] = 198.0
     assert rt.respond(order).results[0]["status"] is ok_at_balance  # en refuses >, zh refuses >=
@@ -88,15 +115,25 @@ def test_food_orders(language, merchant, product, ok_at_balance):
 
 def test_travel_booking_modifying_cancelling():
     rt = runtime(classes=["Travel"], mode="multi_turn")
-    r = rt.respond("[reserve_flight(user_id='user3', password='password789', flight_no='MU3561', "
-                   "cabin='Economy Class', payment_method='bank', baggage_count=4)]").results[0]
+    r = rt.respond(
+        "[reserve_flight(user_id='user3', password='password789', flight_no='MU3561', "
+        "cabin='Economy Class', payment_method='bank', baggage_count=4)]"
+    ).results[0]
     assert "res_5" in r and "1550" in r  # 1500 + one extra bag (gold: 3 free)
     t = state(rt, "Travel")
     assert t["users"]["user3"]["bank_balance"] == 3450.0
-    assert t["reservations"][-1] == {"reservation_id": "res_5", "user_id": "user3", "flight_no": "MU3561",
-                                     "payment_method": "bank", "cabin": "Economy Class", "baggage": 4}
-    rt.respond("[modify_flight(user_id='user1', reservation_id='res_2', new_flight_no='CZ4352', "
-               "new_cabin='Economy Class')]")
+    assert t["reservations"][-1] == {
+        "reservation_id": "res_5",
+        "user_id": "user3",
+        "flight_no": "MU3561",
+        "payment_method": "bank",
+        "cabin": "Economy Class",
+        "baggage": 4,
+    }
+    rt.respond(
+        "[modify_flight(user_id='user1', reservation_id='res_2', new_flight_no='CZ4352', "
+        "new_cabin='Economy Class')]"
+    )
     t = state(rt, "Travel")
     assert t["users"]["user1"]["bank_balance"] == 51100.0  # refund from the *current* flight's prices
     rt.respond("[cancel_reservation(user_id='user1', reservation_id='res_1', reason='change of plans')]")
@@ -104,8 +141,10 @@ def test_travel_booking_modifying_cancelling():
     assert t["users"]["user1"]["cash_balance"] == 3200.0 and len(t["reservations"]) == 5  # stays listed
     # a wrong password still returns a truthy dict upstream, so booking raises on it
     rt2 = runtime(classes=["Travel"], mode="multi_turn")
-    out = rt2.respond("[reserve_flight(user_id='user1', password='bad', flight_no='CA1234', cabin='Economy Class', "
-                      "payment_method='bank', baggage_count=1)]")
+    out = rt2.respond(
+        "[reserve_flight(user_id='user1', password='bad', flight_no='CA1234', cabin='Economy Class', "
+        "payment_method='bank', baggage_count=1)]"
+    )
     assert out.results == list(MULTI_TURN_ERROR_TEXT) and not out.recorded
 
 
@@ -133,9 +172,13 @@ def test_errors_and_unknown_functions_by_mode():
     assert out.results[0]["status"] is True
     assert out.results[1] == out.results[0]  # upstream re-appends the previous result for an unknown name
     assert out.results[2].startswith("Error during execution: ") and "unexpected keyword" in out.results[2]
-    assert step.respond("[no_such_api()]").results[0].startswith("Error during execution: cannot access local")
+    assert (
+        step.respond("[no_such_api()]").results[0].startswith("Error during execution: cannot access local")
+    )
     assert step.respond("not a call").results == DECODE_FAILURE_REPLY
-    assert step.respond("[send_message('Eve', 'Frank', 'hi')]").results[0].startswith("Error during execution")
+    assert (
+        step.respond("[send_message('Eve', 'Frank', 'hi')]").results[0].startswith("Error during execution")
+    )
     turn = runtime(classes=["MessageApi"], mode="multi_turn")
     out = turn.respond("[delete_message(message_id=1), delete_message(mid=2), delete_message(message_id=3)]")
     assert out.results == list(MULTI_TURN_ERROR_TEXT)  # the literal, un-formatted upstream text

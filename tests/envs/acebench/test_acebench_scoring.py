@@ -1,4 +1,5 @@
 """Category accuracies and the official summary weights."""
+
 import pytest
 
 from envs.acebench.scoring import CategoryScore, Verdict, category_score, fc_to_prompt, summary
@@ -9,10 +10,22 @@ def v(eid, ok, category="normal_multi_turn_user_adjust", process=None):
 
 
 def test_multi_turn_accuracy_groups_turns_by_dialogue():
-    ids = ["normal_multi_turn_user_adjust_0_0", "normal_multi_turn_user_adjust_0_1",
-           "normal_multi_turn_user_adjust_1_0", "normal_multi_turn_user_adjust_2_0",
-           "normal_multi_turn_user_adjust_2_1", "normal_multi_turn_user_adjust_2_2"]
-    verdicts = [v(ids[0], True), v(ids[1], False), v(ids[2], True), v(ids[3], True), v(ids[4], True), v(ids[5], False)]
+    ids = [
+        "normal_multi_turn_user_adjust_0_0",
+        "normal_multi_turn_user_adjust_0_1",
+        "normal_multi_turn_user_adjust_1_0",
+        "normal_multi_turn_user_adjust_2_0",
+        "normal_multi_turn_user_adjust_2_1",
+        "normal_multi_turn_user_adjust_2_2",
+    ]
+    verdicts = [
+        v(ids[0], True),
+        v(ids[1], False),
+        v(ids[2], True),
+        v(ids[3], True),
+        v(ids[4], True),
+        v(ids[5], False),
+    ]
     s = category_score("normal_multi_turn_user_adjust", verdicts, ids)
     assert s.accuracy == 0.333  # one of three dialogues has every turn right
     assert s.process_accuracy == round((0.5 + 1.0 + 0.667) / 3, 3)
@@ -24,8 +37,11 @@ def test_rounding_by_family():
     assert category_score("special_irrelevant", special, []).accuracy == 2 / 3  # unrounded upstream
     normal = [v(f"normal_atom_bool_{i}", i < 2, "normal_atom_bool") for i in range(3)]
     assert category_score("normal_atom_bool", normal, []).accuracy == 0.667
-    agent = [v("a", True, "agent_multi_step", 1.0), v("b", False, "agent_multi_step", 0.5),
-             v("c", False, "agent_multi_step", 1 / 3)]
+    agent = [
+        v("a", True, "agent_multi_step", 1.0),
+        v("b", False, "agent_multi_step", 0.5),
+        v("c", False, "agent_multi_step", 1 / 3),
+    ]
     s = category_score("agent_multi_step", agent, [])
     assert (s.accuracy, s.process_accuracy) == (0.333, 0.611)
     assert category_score("agent_multi_turn", [], []).accuracy == 0.0
@@ -45,13 +61,17 @@ def test_summary_weights_and_unweighted_means():
 
 def _all():
     from envs.acebench.data import ALL_CATEGORIES
+
     return ALL_CATEGORIES
 
 
-@pytest.mark.parametrize("calls, text", [
-    ([{"f": {"a": 1, "b": "x y"}}], "[f(a=1, b='x y')]"),
-    ([{"f": {}}, {"g": {"c": [1]}}], "[f(), g(c=[1])]"),
-    ([{"f": "not a dict"}], "[f()]"),
-])
+@pytest.mark.parametrize(
+    "calls, text",
+    [
+        ([{"f": {"a": 1, "b": "x y"}}], "[f(a=1, b='x y')]"),
+        ([{"f": {}}, {"g": {"c": [1]}}], "[f(), g(c=[1])]"),
+        ([{"f": "not a dict"}], "[f()]"),
+    ],
+)
 def test_fc_to_prompt(calls, text):
     assert fc_to_prompt(calls) == text

@@ -1,4 +1,5 @@
 """Special categories: ACEBench's fixed phrases, searched in the raw output."""
+
 import pytest
 
 from envs.acebench.special_checker import special_check
@@ -6,18 +7,33 @@ from envs.acebench.special_checker import special_check
 INCOMPLETE = {"RealEstateManager_manageProperty": ["propertyDetails ", " rentalManagement "]}
 
 
-@pytest.mark.parametrize("output, expected", [
-    ('["Missing necessary parameters (propertyDetails ,  rentalManagement ) for the api '
-     '(RealEstateManager_manageProperty)"]', (True, "")),
-    # QUIRK: answer params are matched verbatim, stray spaces included
-    ('["Missing necessary parameters (propertyDetails, rentalManagement) for the api '
-     '(RealEstateManager_manageProperty)"]', (False, "error_correction")),
-    ('["missing necessary parameters (propertyDetails ,  rentalManagement ) for the api '
-     '(RealEstateManager_manageProperty)"]', (False, "error_detection")),  # case-sensitive
-    ('["Missing necessary parameters (propertyDetails ,  rentalManagement ) for the api (RealEstate)"]',
-     (False, "error_correction")),
-    ("[RealEstateManager_manageProperty(propertyDetails='x')]", (False, "error_detection")),
-])
+@pytest.mark.parametrize(
+    "output, expected",
+    [
+        (
+            '["Missing necessary parameters (propertyDetails ,  rentalManagement ) for the api '
+            '(RealEstateManager_manageProperty)"]',
+            (True, ""),
+        ),
+        # QUIRK: answer params are matched verbatim, stray spaces included
+        (
+            '["Missing necessary parameters (propertyDetails, rentalManagement) for the api '
+            '(RealEstateManager_manageProperty)"]',
+            (False, "error_correction"),
+        ),
+        (
+            '["missing necessary parameters (propertyDetails ,  rentalManagement ) for the api '
+            '(RealEstateManager_manageProperty)"]',
+            (False, "error_detection"),
+        ),  # case-sensitive
+        (
+            '["Missing necessary parameters (propertyDetails ,  rentalManagement ) for the api '
+            '(RealEstate)"]',
+            (False, "error_correction"),
+        ),
+        ("[RealEstateManager_manageProperty(propertyDetails='x')]", (False, "error_detection")),
+    ],
+)
 def test_incomplete(output, expected):
     r = special_check("special_incomplete", output, INCOMPLETE)
     assert (r["valid"], r["error_type"]) == expected
@@ -25,7 +41,9 @@ def test_incomplete(output, expected):
 
 def test_error_param():
     answer = {"plan_id": ["1234WrongID"], "date": ["12-Feb-2021"]}
-    ok = '["There is incorrect value (1234WrongID, 12-Feb-2021) for the parameters (plan_id) in the history."]'
+    ok = (
+        '["There is incorrect value (1234WrongID, 12-Feb-2021) for the parameters (plan_id) in the history."]'
+    )
     assert special_check("special_error_param", ok, answer)["valid"]
     r = special_check("special_error_param", ok.replace("12-Feb-2021", "2021-02-12"), answer)
     assert (r["valid"], r["error_type"]) == (False, "error_correction")
@@ -43,7 +61,9 @@ def test_irrelevant():
 
 def test_non_string_results_are_searched_as_containers_or_fail():
     assert special_check("special_irrelevant", ["the limitations of the function"], "...")["valid"]
-    assert not special_check("special_irrelevant", ["Due to the limitations of the function."], "...")["valid"]
+    assert not special_check("special_irrelevant", ["Due to the limitations of the function."], "...")[
+        "valid"
+    ]
     for bad in (None, 3, 2.5):
         r = special_check("special_irrelevant", bad, "...")
         assert (r["valid"], r["error_type"]) == (False, "checker_error")
