@@ -137,3 +137,17 @@ def suffix_mask(student_mask: Sequence[int], teacher_len: int) -> list[int]:
     if len(tail) > teacher_len - 1:
         raise AlignmentError(f"{len(tail)} shared tokens do not fit a teacher sequence of {teacher_len}")
     return [0] * (teacher_len - len(tail)) + tail
+
+
+def logits_at(model: torch.nn.Module, positions: Tensor, **forward_kwargs) -> Tensor:
+    """Logits of a transformers causal LM only at ``positions`` [B, N] -> [B, N, V].
+
+    Runs the decoder (``model.get_decoder()``) on ``forward_kwargs`` (``input_ids=`` or
+    ``inputs_embeds=``, ``attention_mask=``...) and applies the LM head to the gathered hidden
+    states, so no [B, T, V] tensor is built (V = 151k for Qwen3). Equals
+    ``Alignment.student(model(...).logits)`` for ``positions = al.student_pos``.
+    """
+    forward_kwargs.setdefault("use_cache", False)
+    hidden = model.get_decoder()(**forward_kwargs).last_hidden_state
+    rows = torch.arange(hidden.shape[0], device=hidden.device).unsqueeze(-1)
+    return model.get_output_embeddings()(hidden[rows, positions.to(hidden.device)])

@@ -6,7 +6,7 @@ import torch
 
 import lopd.supervision as S
 from lopd.losses import token_log_probs
-from lopd.supervision import AlignmentError, align_supervision, suffix_mask
+from lopd.supervision import AlignmentError, align_supervision, logits_at, suffix_mask
 
 
 def tiny_lm(vocab=50):
@@ -16,6 +16,14 @@ def tiny_lm(vocab=50):
     cfg = Qwen3Config(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                       num_attention_heads=2, num_key_value_heads=1, head_dim=16, initializer_range=0.2)
     return Qwen3ForCausalLM(cfg).eval()
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
 
 
 def test_alignment_of_different_contexts_and_padding():
@@ -83,6 +91,8 @@ def test_aligned_logits_score_the_supervised_tokens_like_the_hf_loss():
         same = align_supervision(s_ids, s_mask, s_ids, s_mask)
         logits = lm(s_ids).logits
         assert torch.equal(same.student(logits), same.teacher(logits))
+        # The LM head applied only at the supervised rows gives the same logits.
+        assert torch.allclose(logits_at(lm, al.teacher_pos, input_ids=t_ids), al.teacher(lm(t_ids).logits), atol=1e-6)
 
 
 def test_module_doctests():
