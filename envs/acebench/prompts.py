@@ -55,6 +55,22 @@ _SPECIAL = {
         f"3. 没有API能完成用户的请求：回答 {IRRELEVANT}"
     ),
 }
+_SPECIAL_FC = {
+    "en": (
+        "If the user's request is clear and the tools can serve it, call every needed tool. Otherwise reply "
+        "in text, checking in this order:\n"
+        f"1. A value given by the user does not fit the tool's definition: reply {INCORRECT_VALUE}\n"
+        f"2. Details the tool requires are missing: reply {MISSING_PARAMS}\n"
+        f"3. No tool can do what the user asks: reply {IRRELEVANT}"
+    ),
+    "zh": (
+        "如果用户的请求清楚且工具能够完成，请调用所有需要的工具。"
+        "否则请用文字回复，按以下顺序检查（句子保持英文原样）：\n"
+        f"1. 用户给出的取值不符合工具定义：回复 {INCORRECT_VALUE}\n"
+        f"2. 缺少工具必需的信息：回复 {MISSING_PARAMS}\n"
+        f"3. 没有工具能完成用户的请求：回复 {IRRELEVANT}"
+    ),
+}
 _FC_NORMAL = {
     "en": "Call the tools the user's request needs, with only the arguments the user gave or the tool "
     "requires.",
@@ -77,7 +93,7 @@ def single_turn_system(
 ) -> str:
     """System text for a normal or special entry (prompt format lists the APIs; FC gets them as tools)."""
     if family == "special":
-        head = _SPECIAL[language]
+        head = (_SPECIAL_FC if fc else _SPECIAL)[language]
     elif fc:
         head = _FC_NORMAL[language]
     else:

@@ -80,7 +80,12 @@ def score_directory(results: Path, language: str, fc: bool = False):
         if not path.is_file():
             missing.append(category)
             continue
-        rows, bad = read_results(path)
+        try:
+            rows, bad = read_results(path)
+        except OSError as e:  # unreadable file: report it and score the category as missing
+            problems.append(f"{path.name}: cannot be read ({e})")
+            missing.append(category)
+            continue
         problems += bad
         entries = load_category(language, category)
         known = {e.id for e in entries}

@@ -109,3 +109,22 @@ def test_fc_results(tmp_path, capsys):
     assert json.loads(out.read_text().splitlines()[0])["error_type"] == "wrong_output_format"  # as upstream
     assert main(["score", "acebench", "--results", str(tmp_path), "--out", str(out), "--fc"]) == 0
     assert json.loads(out.read_text().splitlines()[0])["valid"] is True
+
+
+def test_unreadable_file_is_reported_not_fatal(tmp_path, capsys, monkeypatch):
+    import harness.cli.score_acebench as cli
+
+    for name in ("special_irrelevant", "special_incomplete"):
+        (tmp_path / f"data_{name}_result.json").write_text("", encoding="utf-8")
+    real = cli.read_results
+
+    def flaky(path):
+        if "irrelevant" in path.name:
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+
+    monkeypatch.setattr(cli, "read_results", flaky)
+    assert main(["score", "acebench", "--results", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert "cannot be read" in captured.err
+    assert "special_irrelevant" in captured.out and "missing" in captured.out
