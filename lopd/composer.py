@@ -155,6 +155,7 @@ class Composer(nn.Module):
         self.qformer = QFormer.from_config(conf.hidden_size, conf.num_attention_heads, self.cfg.qformer)
         self.qformer.to(next(backbone.parameters()).device)
         self._anchor = nn.Module()  # c_phi0's parameters, as buffers (moved with .to(), never trained)
+        self._anchor_cache: dict[tuple[str, str], Tensor] = {}
         self.set_anchor()
 
     # -- parameters and state
@@ -195,6 +196,11 @@ class Composer(nn.Module):
         """Snapshot the current trainable parameters as the anchor composer (c_phi0); call after cold start."""
         for name, p in self.named_trainable_parameters():
             self._anchor.register_buffer(_mangle(name), p.detach().clone(), persistent=False)
+        self._anchor_cache.clear()
+
+    def _apply(self, fn, recurse=True):  # .to()/.cuda(): cached anchors would sit on the old device
+        self._anchor_cache.clear()
+        return super()._apply(fn, recurse)
 
     def trainable_state_dict(self) -> dict[str, dict[str, Tensor]]:
         """Checkpoint state: ``{"trainable": {...}, "anchor": {...}}`` (no backbone weights)."""
@@ -216,6 +222,7 @@ class Composer(nn.Module):
                     p.copy_(got[n])
                 else:
                     getattr(self._anchor, _mangle(n)).copy_(got[n])
+        self._anchor_cache.clear()
 
     # -- encoder
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
@@ -271,8 +278,11 @@ class Composer(nn.Module):
         """
         if len(tasks) != len(experiences):
             raise ValueError(f"{len(tasks)} tasks but {len(experiences)} experience lists")
-        seqs = [self.encoder_ids(t, e) for t, exps in zip(tasks, experiences) for e in exps]
-        flat = self._encode_ids(seqs, anchor) if seqs else []
+        pairs = [(t if self.cfg.task_conditional else "", e) for t, exps in zip(tasks, experiences) for e in exps]
+        if anchor:
+            flat = self._anchor_latents(pairs)
+        else:
+            flat = self._encode_ids([self.encoder_ids(t, e) for t, e in pairs], False) if pairs else []
         out, k = [], 0
         d = self.qformer.d
         for exps in experiences:
@@ -280,6 +290,19 @@ class Composer(nn.Module):
             out.append(torch.cat(flat[k:k + n], dim=0) if n else
                        self.qformer.queries.new_zeros(0, d))
             k += n
+        return out
+
+    def _anchor_latents(self, pairs: list[tuple[str, str]]) -> list[Tensor]:
+        cache, limit = self._anchor_cache, self.cfg.anchor_cache_entries
+        missing = list(dict.fromkeys(p for p in pairs if p not in cache))
+        fresh = dict(zip(missing, self._encode_ids([self.encoder_ids(t, e) for t, e in missing], True))) \
+            if missing else {}
+        out = [cache[p] if p in cache else fresh[p] for p in pairs]
+        for p, lat in fresh.items():
+            if limit > 0:
+                cache[p] = lat
+                while len(cache) > limit:
+                    cache.pop(next(iter(cache)))  # oldest first
         return out
 
     # -- teacher

@@ -106,6 +106,9 @@ class ComposerConfig:
     """Truncate each encoder input to this many tokens (keeping the start); None = no limit."""
     encode_batch_size: int = 8
     """Experiences per encoder forward pass (memory knob; results do not depend on it)."""
+    anchor_cache_entries: int = 1024
+    """Anchor latents c_phi0 kept per (task, experience) pair, since c_phi0 is fixed after cold start
+    (the authors cache them on disk); 0 recomputes them every step."""
 
 
 @dataclass

@@ -206,6 +206,8 @@ def test_anchor_snapshot_and_checkpoint_round_trip():
     with torch.no_grad():
         assert torch.allclose(c.encode(task, exps, anchor=True)[0], after, atol=1e-6)
     bad = {"trainable": dict(state["trainable"]), "anchor": state["anchor"]}
+    with pytest.raises(ValueError):
+        fresh.load_trainable_state_dict({"trainable": state["trainable"]})
     bad["trainable"].pop(next(iter(bad["trainable"])))
     with pytest.raises(ValueError):
         fresh.load_trainable_state_dict(bad)
@@ -218,6 +220,27 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+def test_anchor_latents_are_cached_per_pair_until_the_anchor_changes(monkeypatch):
+    c = make_composer(anchor_cache_entries=2)
+    calls = []
+    real = c._encode_ids
+    monkeypatch.setattr(c, "_encode_ids", lambda seqs, anchor: calls.append(len(seqs)) or real(seqs, anchor))
+    with torch.no_grad():
+        first = c.encode(["t", "u"], [["a", "b"], ["a"]], anchor=True)
+        again = c.encode(["t"], [["b", "a"]], anchor=True)
+    # 3 pairs encoded; the cache keeps the newest 2, so (t, b) is a hit and only (t, a) is redone.
+    assert calls == [3, 1]
+    assert torch.allclose(again[0], torch.cat([first[0][4:], first[0][:4]]), atol=1e-6)
+    with torch.no_grad():
+        assert torch.equal(c.encode(["u"], [["a"]], anchor=True)[0], first[1])  # still cached
+        assert calls == [3, 1]
+        for p in c.trainable_parameters():
+            p.add_(0.1)
+        c.set_anchor()  # a new c_phi0 invalidates the cache
+        moved = c.encode(["u"], [["a"]], anchor=True)[0]
+    assert calls == [3, 1, 1] and not torch.allclose(moved, first[1])
 
 
 def test_configs_load_with_overrides_and_document_every_field():
