@@ -40,7 +40,7 @@ _NESTED_CONVERTED = ("Array", "ArrayList", "array")
 _STANDARDISE = re.compile(r"[ \,\.\/\-\_\*\^]")
 
 
-@dataclass
+@dataclass(slots=True)
 class Verdict:
     """The checker's answer for one entry (``error_type`` uses BFCL's names)."""
 

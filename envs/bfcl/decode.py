@@ -212,24 +212,61 @@ def decode_ast_prompt(text: Any, language: str = "Python") -> Any:
 
 
 def _parse_python_calls(s: str) -> list[dict[str, Any]]:
+    calls, error = python_calls_or_error(s)
+    if error is not None:
+        raise DecodeError(f"{type(error).__name__}: {error}"[:300] if isinstance(error, BaseException) else error)
+    return calls  # type: ignore[return-value]
+
+
+def python_calls_or_error(s: str) -> tuple[list[dict[str, Any]] | None, Any]:
+    """Like the Python prompt decoder (after bracket handling) but returns the error instead of
+    raising it: the common no-call answer then costs no extra exception."""
     src = s.strip("[]'")
-    try:
-        body = ast.parse(src, mode="eval").body
+    if "(" not in src:  # no call can parse without a parenthesis: skip the parser for plain text
+        return None, "no function call in the output"
+    try:  # ast.parse(src, mode="eval") without its Python-level wrapper frame
+        body = compile(src, "<unknown>", "eval", ast.PyCF_ONLY_AST).body
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
-        raise DecodeError(f"{type(e).__name__}: {e}"[:300]) from None
+        return None, e  # formatted only if someone reads it
     try:
         if isinstance(body, ast.Call):
-            return [_call_dict(body)]
+            return [_call_dict(body)], None
         if not isinstance(body, (ast.List, ast.Tuple, ast.Set)):
-            raise DecodeError(f"not a function call list: {type(body).__name__}")
+            return None, f"not a function call list: {type(body).__name__}"
         out = []
         for elem in body.elts:
             if not isinstance(elem, ast.Call):
-                raise DecodeError(f"not a function call: {type(elem).__name__}")
+                return None, f"not a function call: {type(elem).__name__}"
             out.append(_call_dict(elem))
-        return out
+        return out, None
+    except DecodeError as e:
+        return None, str(e)
     except RecursionError:
-        raise DecodeError("output nested too deeply") from None
+        return None, "output nested too deeply"
+
+
+def try_decode_ast(result: Any, fmt: str, language: str = "Python") -> tuple[Any, Any]:
+    """(decoded, None) or (None, reason): the AST decoders without exceptions on the common paths.
+    The reason is a string or an exception (format it with ``str``)."""
+    if fmt == "fc":
+        if type(result) is str:  # a text answer: upstream iterates its characters and fails
+            return ([], None) if result == "" else (None, "FC result is text, not a list of calls")
+        try:
+            return decode_ast_fc(result), None
+        except DecodeError as e:
+            return None, str(e)
+        except RecursionError:
+            return None, "output nested too deeply"
+    if language == "Python" and type(result) is str and len(result) <= MAX_PROMPT_CHARS:
+        return python_calls_or_error(_prepare(result))
+    try:
+        return decode_ast_prompt(result, language), None
+    except DecodeError as e:
+        return None, str(e)
+    except RecursionError:
+        return None, "output nested too deeply"
+    except Exception as e:  # any decoder exception counts as a decode failure upstream
+        return None, f"{type(e).__name__}: {e}"[:300]
 
 
 def decode_execute_prompt(text: Any) -> list[str]:

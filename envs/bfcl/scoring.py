@@ -20,14 +20,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from envs.bfcl.ast_checker import Verdict, check_ast
-from envs.bfcl.data import CATEGORIES, LIVE, MULTI_TURN, Entry, is_multi_turn, is_relevance
-from envs.bfcl.decode import (
-    DecodeError,
-    decode_ast_fc,
-    decode_ast_prompt,
-    is_empty_output,
-    is_function_calling_format,
-)
+from envs.bfcl.data import CATEGORIES, LIVE, MULTI_TURN, Entry
+from envs.bfcl.decode import DecodeError, is_empty_output, is_function_calling_format, try_decode_ast
 from envs.bfcl.multi_turn import DEFAULT_MODEL_NAME, score_multi_turn_result
 
 Fmt = Literal["prompt", "fc"]
@@ -36,24 +30,16 @@ FORMATS = ("prompt", "fc")
 
 def decode_ast(result: Any, fmt: str, language: str = "Python") -> Any:
     """Decode a single-turn result for the AST checker; raises DecodeError on failure."""
-    try:
-        return decode_ast_fc(result) if fmt == "fc" else decode_ast_prompt(result, language)
-    except DecodeError:
-        raise
-    except RecursionError:
-        raise DecodeError("output nested too deeply") from None
-    except Exception as e:  # any decoder exception counts as a decode failure upstream
-        raise DecodeError(f"{type(e).__name__}: {e}"[:300]) from None
+    decoded, error = try_decode_ast(result, fmt, language)
+    if error is not None:
+        raise DecodeError(error)
+    return decoded
 
 
 def relevance_verdict(category: str, result: Any, fmt: str) -> Verdict:
     """irrelevance/live_irrelevance pass without a real call; live_relevance needs one."""
-    try:
-        decoded = decode_ast(result, fmt, "Python")
-        has_call = not is_empty_output(decoded)
-        error = ""
-    except DecodeError as e:
-        has_call, error = False, str(e)
+    decoded, error = try_decode_ast(result, fmt, "Python")
+    has_call = error is None and not is_empty_output(decoded)
     if "irrelevance" in category:
         if has_call:
             return Verdict(False, "irrelevance_error:decoder_success",
@@ -61,17 +47,16 @@ def relevance_verdict(category: str, result: Any, fmt: str) -> Verdict:
         return Verdict(True)
     if not has_call:
         return Verdict(False, "relevance_error:decoder_failed",
-                       [f"Invalid syntax. Failed to decode AST when it should have. {error}"])
+                       [f"Invalid syntax. Failed to decode AST when it should have. {error or ''}"])
     return Verdict(True)
 
 
 def ast_verdict(entry: Entry, result: Any, fmt: str) -> Verdict:
     if entry.answer is None:
         return Verdict(False, "ast:no_ground_truth", ["entry has no ground truth"])
-    try:
-        decoded = decode_ast(result, fmt, entry.language)
-    except DecodeError as e:
-        return Verdict(False, "ast_decoder:decoder_failed", [f"Invalid syntax. Failed to decode AST. {e}"])
+    decoded, error = try_decode_ast(result, fmt, entry.language)
+    if error is not None:
+        return Verdict(False, "ast_decoder:decoder_failed", [f"Invalid syntax. Failed to decode AST. {error}"])
     if not is_function_calling_format(decoded):
         return Verdict(False, "ast_decoder:decoder_wrong_output_format",
                        ["Did not output in the specified format."])
@@ -86,17 +71,18 @@ def ast_verdict(entry: Entry, result: Any, fmt: str) -> Verdict:
 
 def score_entry(entry: Entry, result: Any, fmt: str, model_name: str = DEFAULT_MODEL_NAME) -> Verdict:
     """The official verdict for one raw result of one entry. Never raises on model output."""
-    if fmt not in FORMATS:
+    if fmt != "fc" and fmt != "prompt":
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
-    if is_multi_turn(entry.category):
+    category = entry.category
+    if "multi_turn" in category:
         try:
             return score_multi_turn_result(result, entry, fmt, model_name)
         except RecursionError:
             return Verdict(False, "multi_turn:checker_error", ["output nested too deeply"])
         except Exception as e:
             return Verdict(False, "multi_turn:checker_error", [f"{type(e).__name__}: {e}"[:300]])
-    if is_relevance(entry.category):
-        return relevance_verdict(entry.category, result, fmt)
+    if "relevance" in category:
+        return relevance_verdict(category, result, fmt)
     return ast_verdict(entry, result, fmt)
 
 
