@@ -1,0 +1,67 @@
+"""``lopd train CONFIG.yaml key=value ...``: train a student with one of the learners.
+
+    lopd train harness/configs/lopd.yaml run_dir=runs/lopd generations=640
+    lopd train --example grpo env.id=lopd/micro-v0 optim.lr=1e-4
+    lopd train --list-keys                      # every config key with its documentation
+
+A run killed at any point continues from its newest checkpoint when started again with the same
+``run_dir``. Several processes: ``torchrun --nproc_per_node N -m harness.trainer CONFIG.yaml ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("train", help="train a student (grpo, opsd, sdpo, lopd, sft)")
+    p.add_argument("config", nargs="?", help="YAML config file (see harness/configs/)")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, e.g. optim.lr=1e-4")
+    p.add_argument("--example", metavar="NAME", help="start from a packaged example config (grpo, opsd, sdpo, lopd, sft)")
+    p.add_argument("--list-keys", action="store_true", help="print every config key with its documentation")
+    p.set_defaults(func=run)
+
+
+def list_keys(cls: type, prefix: str = "") -> list[tuple[str, str]]:
+    """(dotted key, doc) for every field of a config dataclass, nested ones expanded."""
+    import dataclasses
+    import typing
+
+    from harness.config import field_docs
+
+    out = []
+    hints = typing.get_type_hints(cls)
+    docs: dict[str, str] = {}
+    for base in reversed(cls.__mro__):
+        if dataclasses.is_dataclass(base):
+            docs.update(field_docs(base))
+    for f in dataclasses.fields(cls):
+        tp = hints[f.name]
+        if dataclasses.is_dataclass(tp):
+            out += list_keys(tp, f"{prefix}{f.name}.")
+        else:
+            out.append((prefix + f.name, docs.get(f.name, "").split("\n")[0]))
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from harness.train_config import TrainConfig
+
+    if args.list_keys:
+        for key, doc in list_keys(TrainConfig):
+            print(f"{key:42s} {doc}")
+        return 0
+    from harness.config import load_config
+    from harness.trainer import example_config, main
+
+    path, overrides = args.config, list(args.overrides)
+    if path and "=" in path and not Path(path).exists():  # only overrides were given
+        path, overrides = None, [path] + overrides
+    if args.example:
+        if path:
+            raise ValueError("give either a config file or --example, not both")
+        path = str(example_config(args.example))
+    load_config(TrainConfig, path, overrides)  # fail fast, with the key named, before anything heavy
+    return main(([path] if path else []) + overrides)

@@ -1,0 +1,263 @@
+"""Code every learner shares: batching token rows, scoring supervised positions, teacher sequences.
+
+A trajectory's training row is ``prompt | turn 1 | observation | turn 2 | ...`` with a loss mask
+on the sampled tokens (:mod:`harness.rollout`). A teacher row swaps the prompt for one holding
+privileged context and keeps everything after it, so the supervised tokens line up one to one
+(:func:`lopd.supervision.align_supervision`)::
+
+    t_prompt = render_prompt(tok, with_context(ep.messages, oracle_text, "system", framing))
+    t_rows, t_masks = teacher_rows(rollouts, [t_prompt] * len(rollouts))
+    al = align_supervision(s_rows, s_masks, t_rows, t_masks)
+    s_logits = scorer(*pad_rows(s_rows, pad), positions=al.student_pos)     # [B, N, V]
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from harness.rollout import render_prompt
+
+
+class TokenScorer(nn.Module):
+    """A causal LM that returns logits only at requested positions: [B, T] -> [B, N, V] (fp32).
+
+    The LM head runs on the gathered hidden states, so [B, T, V] never materialises. Wrap this
+    module (not the LM) for FSDP, so its forward is the root forward.
+    """
+
+    def __init__(self, lm: nn.Module):
+        super().__init__()
+        self.lm = lm
+
+    def hidden(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None,
+               inputs_embeds: Tensor | None = None) -> Tensor:
+        return self.lm.get_decoder()(input_ids=input_ids, inputs_embeds=inputs_embeds,
+                                     attention_mask=attention_mask, use_cache=False).last_hidden_state
+
+    def forward(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None, *,
+                positions: Tensor, inputs_embeds: Tensor | None = None) -> Tensor:
+        h = self.hidden(input_ids, attention_mask, inputs_embeds)
+        rows = torch.arange(h.shape[0], device=h.device).unsqueeze(-1)
+        return self.lm.get_output_embeddings()(h[rows, positions.to(h.device)]).float()
+
+
+def clone_model(model: nn.Module, state: dict[str, Tensor]) -> nn.Module:
+    """A frozen eval-mode copy of ``model``'s architecture holding ``state``."""
+    twin = copy.deepcopy(model)
+    twin.load_state_dict(state, strict=False)
+    twin.requires_grad_(False)
+    return twin.eval()
+
+
+def pad_rows(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device | str = "cpu") -> tuple[Tensor, Tensor]:
+    """Right-padded ids [B, T] and attention mask [B, T]."""
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros(len(rows), width, dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, :len(r)] = torch.as_tensor(list(r), dtype=torch.long)
+        mask[i, :len(r)] = 1
+    return ids.to(device), mask.to(device)
+
+
+def micro_batches(lengths: Sequence[int], token_budget: int) -> list[list[int]]:
+    """Split indices 0..n-1, in order, into groups whose padded size (rows x longest) stays
+    within ``token_budget`` (a longer single row still gets a group of its own).
+
+    >>> micro_batches([4, 4, 4, 9], 12)
+    [[0, 1, 2], [3]]
+    """
+    out: list[list[int]] = []
+    cur: list[int] = []
+    width = 0
+    for i, n in enumerate(lengths):
+        w = max(width, n)
+        if cur and w * (len(cur) + 1) > token_budget:
+            out.append(cur)
+            cur, w = [], n
+        cur.append(i)
+        width = w
+    if cur:
+        out.append(cur)
+    return out
+
+
+def dummy_pass(scorer: nn.Module, device: torch.device) -> Tensor:
+    """A zero loss through a 2-token forward (keeps FSDP ranks in step)."""
+    ids = torch.zeros(1, 2, dtype=torch.long, device=device)
+    return scorer(ids, torch.ones_like(ids), positions=torch.zeros(1, 1, dtype=torch.long)).sum() * 0.0
+
+
+def pad_id(tokenizer: Any) -> int:
+    pid = getattr(tokenizer, "pad_token_id", None)
+    return int(pid if pid is not None else tokenizer.eos_token_id)
+
+
+# ---- privileged context -------------------------------------------------------------------
+
+def with_context(messages: list[dict[str, Any]], context: str, slot: str, framing: str) -> list[dict[str, Any]]:
+    """A copy of ``messages`` with ``framing`` (holding ``{context}``, and for the user slot
+    ``{task}``) placed in the system message (appended) or the first user message (wrapping it).
+
+    >>> m = [{"role": "system", "content": "S"}, {"role": "user", "content": "T"}]
+    >>> with_context(m, "X", "user", "Ref: {context}\\nTask: {task}")[1]["content"]
+    'Ref: X\\nTask: T'
+    """
+    out = copy.deepcopy(messages)
+    if slot == "system":
+        text = framing.replace("{context}", context)
+        for m in out:
+            if m.get("role") == "system":
+                m["content"] = f"{m.get('content') or ''}{text}"
+                return out
+        return [{"role": "system", "content": text.lstrip()}] + out
+    if slot == "user":
+        for m in out:
+            if m.get("role") == "user":
+                m["content"] = framing.replace("{context}", context).replace("{task}", str(m.get("content") or ""))
+                return out
+        raise ValueError("the conversation has no user message to put the context in")
+    raise ValueError(f"context slot must be 'system' or 'user', not {slot!r}")
+
+
+def prompt_messages(episode: Any) -> list[dict[str, Any]]:
+    """The messages before the first assistant turn (what the student's prompt rendered)."""
+    out = []
+    for m in episode.messages:
+        if m.get("role") == "assistant":
+            break
+        out.append(m)
+    return out
+
+
+def teacher_prompt(tokenizer: Any, episode: Any, context: str, slot: str, framing: str,
+                   template_kwargs: dict[str, Any]) -> list[int]:
+    """Token ids of the episode's prompt with the privileged context framed in."""
+    return render_prompt(tokenizer, with_context(prompt_messages(episode), context, slot, framing), **template_kwargs)
+
+
+def teacher_rows(rollouts: Sequence[Any], prompts: Sequence[Sequence[int]]) -> tuple[list[list[int]], list[list[int]]]:
+    """Teacher rows = each teacher prompt + the student's tokens after its own prompt, and masks."""
+    rows, masks = [], []
+    for r, p in zip(rollouts, prompts):
+        n = r.prompt_len
+        rows.append(list(p) + list(r.traj.token_ids[n:]))
+        masks.append([0] * len(p) + list(r.traj.loss_mask[n:]))
+    return rows, masks
+
+
+# ---- bookkeeping -------------------------------------------------------------------------
+
+class Timer:
+    """Accumulates seconds per phase: ``with timer("teacher"): ...``; ``timer.metrics()``."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, phase: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - t0
+
+    def metrics(self) -> dict[str, float]:
+        return {f"time/{k}": v for k, v in self.seconds.items()}
+
+
+def seq_count(masks: Sequence[Sequence[int]]) -> int:
+    """Rows with at least one supervised token."""
+    return sum(1 for m in masks if any(m))
+
+
+# ---- the shared distillation update (OPSD, SDPO) ------------------------------------------
+
+def distill_update(ctx: Any, rollouts: Sequence[Any], prompts: Sequence[Sequence[int]], teacher: nn.Module,
+                   dcfg: Any, timer: Timer) -> dict[str, float]:
+    """One student step on KL(student, teacher) over the rollouts' assistant tokens.
+
+    ``prompts[i]`` is the teacher's prompt for ``rollouts[i]`` (privileged context inside);
+    ``teacher`` a frozen :class:`TokenScorer`. The per-token KL is ``dcfg``'s (direction, top-k +
+    tail or full vocabulary, :func:`lopd.losses.distill_per_token`), reduced over the GLOBAL
+    supervised-token count. With no supervised token anywhere, nothing is updated.
+    """
+    from harness.distributed import sum_floats
+    from lopd.losses import distill_per_token, masked_sum, reduce_tokens
+    from lopd.supervision import align_supervision
+
+    s_rows = [r.traj.token_ids for r in rollouts]
+    s_masks = [r.traj.loss_mask for r in rollouts]
+    t_rows, t_masks = teacher_rows(rollouts, prompts)
+    n_tok, n_seq = sum_floats([sum(map(sum, s_masks)), seq_count(s_masks)], ctx.dist)
+    if n_tok == 0:
+        return {"loss": 0.0, "distill_kl": 0.0, "tokens": 0.0, "grad_norm": 0.0, "skipped_update": 1.0}
+    pid = pad_id(ctx.tokenizer)
+    ctx.zero_grad()
+    loss_sum = kl_sum = 0.0
+    for idx in ctx.micro_batches([max(len(s_rows[i]), len(t_rows[i])) for i in range(len(rollouts))]):
+        if not idx:
+            ctx.dummy_backward()
+            continue
+        al = align_supervision([s_rows[i] for i in idx], [s_masks[i] for i in idx],
+                               [t_rows[i] for i in idx], [t_masks[i] for i in idx])
+        mask = al.mask.to(ctx.device)
+        with timer("teacher"), torch.no_grad():
+            t_ids, t_attn = pad_rows([t_rows[i] for i in idx], pid, ctx.device)
+            t_logits = teacher(t_ids, t_attn, positions=al.teacher_pos)
+        with timer("student"):
+            s_ids, s_attn = pad_rows([s_rows[i] for i in idx], pid, ctx.device)
+            per_tok = distill_per_token(ctx.scorer(s_ids, s_attn, positions=al.student_pos), dcfg,
+                                        teacher_logits=t_logits)
+            loss = reduce_tokens(per_tok, mask, dcfg.reduction, count=n_tok, n_sequences=n_seq)
+            ctx.backward(loss)
+        loss_sum += float(loss.detach())
+        kl_sum += float(masked_sum(per_tok.detach(), mask))
+    with timer("student"):
+        out = ctx.optimizer_step()
+    loss_sum, kl_sum = sum_floats([loss_sum, kl_sum], ctx.dist)
+    return {"loss": loss_sum, "distill_kl": kl_sum / n_tok, "tokens": n_tok, **out}
+
+
+def conversation_tokens(tokenizer: Any, messages: Sequence[dict[str, Any]],
+                        template_kwargs: dict[str, Any] | None = None) -> tuple[list[int], list[int]]:
+    """(token ids, loss mask) of a chat built the way rollouts build it: the prompt (up to the
+    first assistant turn), then per assistant turn its content tokens + end-of-turn (supervised),
+    then the template's observation delta (masked). Trailing non-assistant messages are dropped.
+    """
+    from harness.rollout import render_observation
+
+    kw = dict(template_kwargs or {})
+    first = next((i for i, m in enumerate(messages) if m.get("role") == "assistant"), None)
+    if first is None:
+        raise ValueError("the conversation has no assistant turn to learn from")
+    ids = render_prompt(tokenizer, list(messages[:first]), **kw)
+    mask = [0] * len(ids)
+    eos = tokenizer.eos_token_id
+    i = first
+    while i < len(messages):
+        if messages[i].get("role") == "assistant":
+            toks = list(tokenizer.encode(str(messages[i].get("content") or ""), add_special_tokens=False)) + [eos]
+            ids += toks
+            mask += [1] * len(toks)
+            i += 1
+            continue
+        j = i
+        while j < len(messages) and messages[j].get("role") != "assistant":
+            j += 1
+        if j == len(messages):
+            break
+        obs = render_observation(tokenizer, list(messages[i:j]), **kw)
+        if obs and obs[0] == eos:
+            obs = obs[1:]
+        ids += obs
+        mask += [0] * len(obs)
+        i = j
+    return ids, mask

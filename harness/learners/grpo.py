@@ -1,0 +1,126 @@
+"""GRPO: G rollouts per task, group-normalised advantages, PPO clip, token-level loss.
+
+Per step (paper appendix: G = 4, clip 0.2/0.2; all methods: AdamW 1e-5, clip 1.0):
+
+1. advantages A_i = (r_i - mean_group) / (std_group + eps), one per rollout, broadcast to its tokens;
+2. loss = sum over assistant tokens of -min(rho A, clip(rho, 1 - 0.2, 1 + 0.2) A) / (global token
+   count), rho = exp(logp - logp_old); optionally + kl_coef x k3 KL to the frozen initial model;
+3. one AdamW step per pass over the batch (``ppo_epochs`` passes).
+
+``lopd train harness/configs/grpo.yaml`` runs it; ``grpo.kl_coef=0.04`` adds the reference KL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from harness.distributed import sum_floats
+from harness.learners.base import Learner, LearnerContext, StepBatch
+from harness.learners.common import TokenScorer, Timer, pad_id, pad_rows, seq_count
+from lopd.config import GRPOLossConfig
+from lopd.losses import group_advantages, grpo_loss, token_log_probs
+from lopd.supervision import align_supervision
+
+
+@dataclass
+class GRPOConfig(GRPOLossConfig):
+    """GRPO's loss (group size, clip, advantage scaling, reference KL) and update schedule."""
+
+    ppo_epochs: int = 1
+    """Passes over the step's rollouts, one optimiser step each; above 1 the PPO clip takes effect."""
+    old_logprobs: Literal["current", "rollout"] = "current"
+    """The ratio's denominator: ``current`` = the student's own log-probs before this step's first
+    update (ratio 1 in the first pass, as TRL); ``rollout`` = the engine's sampling log-probs."""
+
+
+class GRPOLearner(Learner):
+    """Group-relative policy optimisation over the student's own rollouts."""
+
+    name = "grpo"
+
+    def __init__(self, ctx: LearnerContext):
+        super().__init__(ctx)
+        self.cfg: GRPOConfig = ctx.cfg.grpo
+        if self.cfg.ppo_epochs < 1:
+            raise ValueError("grpo.ppo_epochs must be >= 1")
+        self.ref = TokenScorer(ctx.frozen_copy()) if self.cfg.kl_coef else None
+
+    @classmethod
+    def group_size(cls, cfg) -> int:
+        return cfg.grpo.group_size
+
+    def train_step(self, batch: StepBatch) -> dict[str, float]:
+        ctx, cfg, timer = self.ctx, self.cfg, Timer()
+        rs = batch.rollouts
+        rows = [r.traj.token_ids for r in rs]
+        masks = [r.traj.loss_mask for r in rs]
+        adv = group_advantages(torch.tensor([r.reward for r in rs]), group_ids=torch.tensor([r.group for r in rs]),
+                               scale_by_std=cfg.scale_by_std, unbiased=cfg.std_unbiased, eps=cfg.std_eps) \
+            if rs else torch.zeros(0)
+        n_tok, n_seq = sum_floats([sum(map(sum, masks)), seq_count(masks)], ctx.dist)
+        mbs = ctx.micro_batches([len(r) for r in rows])
+        old: dict[int, torch.Tensor] = {}
+        ref: dict[int, torch.Tensor] = {}
+        sums = {"loss": 0.0, "clip_tokens": 0.0, "ref_kl": 0.0}
+        out: dict[str, float] = {}
+        for epoch in range(cfg.ppo_epochs):
+            ctx.zero_grad()
+            for k, idx in enumerate(mbs):
+                if not idx:
+                    ctx.dummy_backward()
+                    continue
+                al = align_supervision([rows[i] for i in idx], [masks[i] for i in idx],
+                                       [rows[i] for i in idx], [masks[i] for i in idx], check_tokens=False)
+                ids, attn = pad_rows([rows[i] for i in idx], pad_id(ctx.tokenizer), ctx.device)
+                mask = al.mask.to(ctx.device)
+                with timer("student"):
+                    logp = token_log_probs(ctx.scorer(ids, attn, positions=al.student_pos), al.targets.to(ctx.device))
+                if epoch == 0:
+                    old[k] = logp.detach() if cfg.old_logprobs == "current" else self._rollout_logp(rs, idx, al)
+                    if self.ref is not None:
+                        with timer("teacher"), torch.no_grad():
+                            ref[k] = token_log_probs(self.ref(ids, attn, positions=al.student_pos),
+                                                     al.targets.to(ctx.device))
+                count = n_tok if cfg.reduction == "global_tokens" else None
+                with timer("student"):
+                    loss, st = grpo_loss(logp, old[k], adv[idx].to(ctx.device), mask, cfg, ref.get(k), count=count)
+                    if cfg.reduction == "per_sequence":  # mean over this micro-batch's rows -> share of the global mean
+                        loss = loss * seq_count([masks[i] for i in idx]) / max(n_seq, 1.0)
+                    ctx.backward(loss)
+                if epoch == cfg.ppo_epochs - 1:
+                    m_tok = float(mask.sum())
+                    sums["loss"] += float(loss.detach())
+                    sums["clip_tokens"] += st["clip_fraction"] * m_tok
+                    sums["ref_kl"] += st.get("ref_kl", 0.0) * m_tok
+            with timer("student"):
+                out = ctx.optimizer_step()
+        loss, clip_tok, kl_tok = sum_floats([sums["loss"], sums["clip_tokens"], sums["ref_kl"]], ctx.dist)
+        a_abs, a_n, zero_groups, groups = sum_floats(
+            [float(adv.abs().sum()), float(len(rs)), *self._zero_groups(rs, adv)], ctx.dist)
+        metrics = {"loss": loss, "clip_fraction": clip_tok / max(n_tok, 1.0), "adv_abs_mean": a_abs / max(a_n, 1.0),
+                   "zero_adv_group_frac": zero_groups / max(groups, 1.0), "tokens": n_tok, **out, **timer.metrics()}
+        if self.ref is not None:
+            metrics["ref_kl"] = kl_tok / max(n_tok, 1.0)
+        return metrics
+
+    @staticmethod
+    def _zero_groups(rs, adv) -> tuple[float, float]:
+        """(groups whose advantages are all 0, groups): such groups carry no learning signal."""
+        by: dict[int, list[float]] = {}
+        for r, a in zip(rs, adv.tolist()):
+            by.setdefault(r.group, []).append(abs(a))
+        return float(sum(1 for v in by.values() if max(v) == 0.0)), float(len(by))
+
+    def _rollout_logp(self, rs, idx, al) -> torch.Tensor:
+        """The engine's sampling log-probs at the supervised positions, laid out like ``al``."""
+        out = torch.zeros(al.mask.shape, dtype=torch.float32)
+        for row, i in enumerate(idx):
+            lps = [lp for lp, m in zip(rs[i].traj.logprobs, rs[i].traj.loss_mask) if m]
+            out[row, :len(lps)] = torch.tensor(lps, dtype=torch.float32)
+        return out.to(self.ctx.device)
+
+    def state_dict(self) -> dict:
+        return {}

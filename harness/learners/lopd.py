@@ -1,0 +1,230 @@
+"""LOPD: a composer turns retrieved experiences into latent tokens for a frozen self-teacher.
+
+Per step (METHOD.md; every number is a config field, so ablations need no code change):
+
+1. retrieval: the top-3 bank experiences of each task (own entry excluded by default);
+2. the composer (frozen backbone + LoRA encoder + QFormer) encodes each (task, experience) pair
+   into 32 latents; 3 x 32 = 96 latent tokens replace the placeholder run of the sentinel framed
+   into the teacher's first user message;
+3. the frozen teacher (the initial model, adapter disabled) re-scores every student rollout;
+4. the student minimises KL(student || teacher) over the teacher's top-20 + tail buckets per
+   assistant token, normalised by the global token count;
+5. the composer minimises mean_i [kl_i + beta (m - Delta_i) + lambda anchor_i] (the student
+   detached), with beta from before this step; then beta <- max(0, beta + eta (m - mean Delta)).
+
+One teacher forward per micro-batch serves both losses: detached for the student, with
+gradients (into the latents only) for the composer. The latents are computed once per step and
+enter the micro-batches as leaf tensors; their gradient is pushed through the encoder once at
+the end. Cold start: ``lopd coldstart`` writes the warmed composer that ``lopd.composer_init``
+loads (it is also the anchor c_phi0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from harness.distributed import sum_floats, sync_gradients
+from harness.learners.base import Learner, LearnerContext, StepBatch
+from harness.learners.common import Timer, pad_id, pad_rows, prompt_messages, seq_count
+from harness.learners.privileged import load_bank, make_embedder
+from lopd.coldstart import clip_composer_grads
+from lopd.composer import Composer
+from lopd.config import LOPDConfig
+from lopd.latent import DEFAULT_FRAMING, LatentError, encode_with_latents, frame_user_message, inject_batch
+from lopd.losses import distill_per_token, masked_sum, reduce_tokens, teacher_topk
+from lopd.margin import DualVariable, composer_loss, composer_terms
+from lopd.supervision import align_supervision
+
+
+@dataclass
+class LOPDLearnerConfig(LOPDConfig):
+    """The method core's settings (retrieval count, composer, distillation, margin, optimiser) plus
+    what the learner needs to run them."""
+
+    composer_init: str | None = None
+    """A cold-start composer file from ``lopd coldstart`` (its weights also become the anchor
+    c_phi0); None starts from the freshly initialised composer."""
+    framing: str = DEFAULT_FRAMING
+    """First-user-message framing of the latent reference: holds ``{latents}`` and ``{task}``."""
+    composer_seed: int = 0
+    """Seed of the QFormer's and LoRA's initialisation."""
+
+
+def latent_teacher_prompt(tokenizer: Any, episode: Any, n_latents: int, framing: str,
+                          template_kwargs: dict[str, Any]) -> tuple[list[int], list[int]] | None:
+    """(teacher prompt ids with ``n_latents`` placeholders, their positions); None when the task
+    text itself holds the sentinel (then the teacher sees the plain prompt)."""
+    msgs = prompt_messages(episode)
+    for m in msgs:
+        if m.get("role") == "user":
+            try:
+                m["content"] = frame_user_message(str(m.get("content") or ""), framing=framing)
+            except LatentError:
+                return None
+            break
+    text = tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True, **template_kwargs)
+    enc = encode_with_latents(tokenizer, text, n_latents)
+    return enc.ids, enc.positions
+
+
+class LOPDLearner(Learner):
+    """Latent on-policy self-distillation with a jointly trained composer."""
+
+    name = "lopd"
+
+    def __init__(self, ctx: LearnerContext):
+        super().__init__(ctx)
+        self.cfg: LOPDLearnerConfig = ctx.cfg.lopd
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.cfg.composer_seed)
+            self.composer = Composer(ctx.frozen_copy(), ctx.tokenizer, self.cfg.composer).to(ctx.device)
+        if self.cfg.composer_init:
+            self.composer.load_trainable_state_dict(torch.load(self.cfg.composer_init, map_location=ctx.device))
+        self.composer.set_trainable(self.cfg.train_composer)
+        oc = self.cfg.composer_optim
+        self.optimizer = torch.optim.AdamW(self.composer.trainable_parameters(), lr=oc.lr, weight_decay=oc.weight_decay)
+        self.dual = DualVariable(self.cfg.margin)
+        self.bank = load_bank(ctx.cfg.bank)
+
+    def retrieve(self, tasks: list) -> list[list[str]]:
+        """Experience texts per task, best first (``n_retrieved`` at most)."""
+        if not len(self.bank) or self.cfg.n_retrieved < 1:
+            return [[] for _ in tasks]
+        hits = self.bank.search([t.prompt for t in tasks], k=self.cfg.n_retrieved, env=self.ctx.env_id,
+                                task_ids=[t.task_id for t in tasks], exclude_self=not self.cfg.allow_self_retrieval)
+        return [[h.experience.text for h in row] for row in hits]
+
+    def teacher_logits(self, ids: torch.Tensor, attn: torch.Tensor, positions: list[list[int]],
+                       latents: list[torch.Tensor | None], at: torch.Tensor) -> torch.Tensor:
+        """The frozen teacher's logits [B, N, V] at ``at``, latents spliced in (grads reach them)."""
+        embeds = inject_batch(self.composer.input_embeddings()(ids), positions, latents)
+        with self.composer.teacher_mode() as lm:
+            h = lm.get_decoder()(inputs_embeds=embeds, attention_mask=attn, use_cache=False).last_hidden_state
+            rows = torch.arange(h.shape[0], device=h.device).unsqueeze(-1)
+            return lm.get_output_embeddings()(h[rows, at.to(h.device)]).float()
+
+    def train_step(self, batch: StepBatch) -> dict[str, float]:
+        ctx, cfg, timer = self.ctx, self.cfg, Timer()
+        rs, train = batch.rollouts, cfg.train_composer
+        tasks = list({r.task.task_id: r.task for r in rs}.values())
+        with timer("retrieval"):
+            exps = self.retrieve(tasks)
+        with timer("composer"), torch.set_grad_enabled(train):
+            lat = dict(zip([t.task_id for t in tasks], self.composer.encode([t.prompt for t in tasks], exps)))
+            anchor = dict(zip([t.task_id for t in tasks],
+                              self.composer.encode([t.prompt for t in tasks], exps, anchor=True)))  \
+                if cfg.margin.anchor_weight else {k: v.detach() for k, v in lat.items()}
+        leaf = {k: v.detach().requires_grad_(train and v.numel() > 0) for k, v in lat.items()}
+        s_rows = [r.traj.token_ids for r in rs]
+        s_masks = [r.traj.loss_mask for r in rs]
+        t_rows, t_masks, t_pos = [], [], []
+        for r in rs:
+            n = leaf[r.task.task_id].shape[0]
+            tp = latent_teacher_prompt(ctx.tokenizer, r.traj.episode, n, cfg.framing, ctx.template_kwargs) if n else None
+            if tp is None:  # no experience retrieved (or a task text holding the sentinel): plain prompt
+                leaf[r.task.task_id] = leaf[r.task.task_id].detach()[:0]
+                tp = (r.traj.token_ids[:r.prompt_len], [])
+            t_rows.append(tp[0] + r.traj.token_ids[r.prompt_len:])
+            t_masks.append([0] * len(tp[0]) + r.traj.loss_mask[r.prompt_len:])
+            t_pos.append(tp[1])
+        rewards = torch.tensor([min(max(r.reward, 0.0), 1.0) for r in rs])
+        n_tok, n_seq, n_roll = sum_floats([sum(map(sum, s_masks)), seq_count(s_masks), len(rs)], ctx.dist)
+        beta = self.dual.value  # the loss uses beta from before this step's dual update
+        pid = pad_id(ctx.tokenizer)
+        ctx.zero_grad()
+        self.optimizer.zero_grad(set_to_none=True)
+        acc = {"loss": 0.0, "kl_tok": 0.0, "c_loss": 0.0, "c_kl": 0.0, "delta": 0.0, "delta_w": 0.0,
+               "count": 0.0, "anchor": 0.0}
+        for idx in ctx.micro_batches([max(len(s_rows[i]), len(t_rows[i])) for i in range(len(rs))]):
+            if not idx:
+                ctx.dummy_backward()
+                continue
+            al = align_supervision([s_rows[i] for i in idx], [s_masks[i] for i in idx],
+                                   [t_rows[i] for i in idx], [t_masks[i] for i in idx])
+            mask, targets = al.mask.to(ctx.device), al.targets.to(ctx.device)
+            lats = [leaf[rs[i].task.task_id] for i in idx]
+            with timer("teacher"), torch.set_grad_enabled(train):
+                t_ids, t_attn = pad_rows([t_rows[i] for i in idx], pid, ctx.device)
+                t_logits = self.teacher_logits(t_ids, t_attn, [t_pos[i] for i in idx],
+                                               [x if x.numel() else None for x in lats], al.teacher_pos)
+                top_ids, top_logp = teacher_topk(t_logits.detach(), cfg.distill.top_k)
+            with timer("student"):
+                s_ids, s_attn = pad_rows([s_rows[i] for i in idx], pid, ctx.device)
+                s_logits = ctx.scorer(s_ids, s_attn, positions=al.student_pos)
+                per_tok = distill_per_token(s_logits, cfg.distill, teacher_ids=top_ids, teacher_logp=top_logp,
+                                            teacher_logits=t_logits.detach())
+                loss = reduce_tokens(per_tok, mask, cfg.distill.reduction, count=n_tok, n_sequences=n_seq)
+                ctx.backward(loss)
+            with timer("composer"), torch.set_grad_enabled(train):
+                terms = composer_terms(t_logits, s_logits.detach(), targets, mask, rewards[idx].to(ctx.device),
+                                       lats, [anchor[rs[i].task.task_id][:x.shape[0]] for i, x in zip(idx, lats)],
+                                       top_k=cfg.distill.top_k, topk_ids=top_ids)
+                c_loss, _ = composer_loss(terms, beta, cfg.margin)
+                c_loss = c_loss * (len(idx) / max(n_roll, 1.0))  # mean over ALL rollouts of the step
+                if train and c_loss.requires_grad:
+                    c_loss.backward()
+            counts = al.counts.to(terms.delta.device).float()
+            acc["loss"] += float(loss.detach())
+            acc["kl_tok"] += float(masked_sum(per_tok.detach(), mask))
+            acc["c_loss"] += float(c_loss.detach())
+            acc["c_kl"] += float(terms.kl.detach().sum())
+            acc["delta"] += float(terms.delta.detach().sum())
+            acc["delta_w"] += float((terms.delta.detach() * counts).sum())
+            acc["count"] += float(counts.sum())
+            acc["anchor"] += float(terms.anchor.detach().sum())
+        out = self._composer_step(tasks, lat, leaf, timer) if train else {}
+        with timer("student"):
+            out.update(ctx.optimizer_step())
+        g = dict(zip(acc, sum_floats(list(acc.values()), ctx.dist)))
+        mean_delta = g["delta_w"] / max(g["count"], 1.0) if cfg.margin.dual_mean == "token_weighted" \
+            else g["delta"] / max(n_roll, 1.0)
+        if n_roll:
+            self.dual.update(torch.tensor([mean_delta]), torch.tensor([1.0]))
+        if ctx.cfg.bank.grow:
+            with timer("retrieval"):
+                self.bank.add_episodes([r.traj.episode for r in rs], label=f"step-{batch.step}")
+        no_ctx = sum_floats([sum(1 for p in t_pos if not p)], ctx.dist)[0]
+        return {"loss": g["loss"], "distill_kl": g["kl_tok"] / max(n_tok, 1.0), "tokens": n_tok,
+                "composer/loss": g["c_loss"], "composer/kl": g["c_kl"] / max(n_roll, 1.0),
+                "composer/delta": mean_delta, "composer/anchor": g["anchor"] / max(n_roll, 1.0),
+                "composer/beta": beta, "composer/beta_next": self.dual.value,
+                "no_latent_frac": no_ctx / max(n_roll, 1.0), "bank_size": float(len(self.bank)),
+                **out, **timer.metrics()}
+
+    def _composer_step(self, tasks: list, lat: dict, leaf: dict, timer: Timer) -> dict[str, float]:
+        """Push the latents' gradients through the encoder, sum over ranks, clip, step."""
+        with timer("composer"):
+            pairs = [(lat[t.task_id], leaf[t.task_id].grad) for t in tasks
+                     if leaf[t.task_id].grad is not None and lat[t.task_id].requires_grad]
+            if pairs:
+                torch.autograd.backward([p[0] for p in pairs], [p[1] for p in pairs])
+            sync_gradients(self.composer.trainable_parameters(), self.ctx.dist)
+            norms = clip_composer_grads(self.composer, self.cfg.composer_optim.grad_clip)
+            finite = all(torch.isfinite(torch.tensor(v)) for v in norms.values())
+            if finite:
+                self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+        return {f"composer/{k}": v for k, v in norms.items()} | {"composer/skipped_update": float(not finite)}
+
+    # ---- checkpoint state ------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {"composer": self.composer.trainable_state_dict(), "optimizer": self.optimizer.state_dict(),
+                "dual": self.dual.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.composer.load_trainable_state_dict(state["composer"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.dual.load_state_dict(state["dual"])
+
+    def save_files(self, directory: Path) -> None:
+        self.bank.save(directory / "bank")
+
+    def load_files(self, directory: Path) -> None:
+        from lopd.bank import ExperienceBank
+
+        if (directory / "bank").exists():
+            self.bank = ExperienceBank.load(directory / "bank", embedder=make_embedder(self.ctx.cfg.bank))

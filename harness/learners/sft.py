@@ -1,0 +1,121 @@
+"""SFT: next-token NLL on demonstrations, for warm starts and the micro world's base model.
+
+Examples come from JSONL files, one per line: an ``envs.trace`` Episode (its exact token ids
+when the rollout recorded them, else its messages rendered like a rollout) or ``{"messages":
+[...]}``; or from the micro world's noisy-expert corpus (``sft.micro_plain``/``micro_referenced``,
+generated from the configured env). Only assistant tokens are supervised; the loss is summed
+over them and divided by the step's global count. The trainer samples examples like tasks
+(seeded per-epoch order), ``rollouts_per_step`` per step, and counts each as one generation::
+
+    lopd train harness/configs/sft.yaml sft.data=[runs/expert/traces.jsonl] generations=2000
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import torch
+
+from envs.trace import Episode
+from harness.distributed import sum_floats
+from harness.learners.base import Learner, LearnerContext, StepBatch
+from harness.learners.common import Timer, conversation_tokens, pad_id, pad_rows
+from harness.rollout import episode_tokens
+from lopd.losses import token_log_probs
+from lopd.supervision import align_supervision
+
+
+@dataclass
+class SFTConfig:
+    """Where the demonstrations come from."""
+
+    data: list[str] = field(default_factory=list)
+    """JSONL files of Episode traces or ``{"messages": [...]}`` records."""
+    min_reward: float = 0.0
+    """Trace episodes below this reward are skipped (1.0 keeps only full passes)."""
+    splits: list[str] = field(default_factory=lambda: ["train"])
+    """Trace episodes from other splits are skipped (evaluation tasks never train)."""
+    micro_plain: int = 0
+    """Noisy-expert trajectories generated from the micro-world env (env.id must be a micro world)."""
+    micro_referenced: int = 0
+    """Referenced trajectories (a solved reference framed in the user message) from the micro world."""
+    micro_seed: int = 0
+    """Seed of the micro-world corpus."""
+    max_tokens: int = 16384
+    """Examples longer than this are dropped (counted in ``dropped``)."""
+
+
+class SFTLearner(Learner):
+    """Supervised fine-tuning on assistant tokens."""
+
+    name = "sft"
+    uses_rollouts = False
+
+    def __init__(self, ctx: LearnerContext):
+        super().__init__(ctx)
+        self.cfg: SFTConfig = ctx.cfg.sft
+        self.examples: list[tuple[list[int], list[int]]] = []
+        self.dropped = 0
+        for messages_or_ep in self._records():
+            ids, mask = (episode_tokens(messages_or_ep) if isinstance(messages_or_ep, Episode)
+                         else conversation_tokens(ctx.tokenizer, messages_or_ep, ctx.template_kwargs))
+            if len(ids) > self.cfg.max_tokens or not any(mask):
+                self.dropped += 1
+                continue
+            self.examples.append((ids, mask))
+        if not self.examples:
+            raise ValueError("sft: no training example (set sft.data or sft.micro_plain/micro_referenced)")
+
+    def _records(self):
+        for path in self.cfg.data:
+            with open(path, encoding="utf-8") as f:
+                for lineno, line in enumerate(f, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        rec = json.loads(line)
+                    except json.JSONDecodeError as e:
+                        raise ValueError(f"{path}:{lineno}: not JSON: {e}") from None
+                    if isinstance(rec, dict) and "env_id" in rec and "version" in rec:
+                        ep = Episode.from_dict(rec)
+                        if ep.split in self.cfg.splits and ep.reward >= self.cfg.min_reward:
+                            has_ids = ep.prompt_token_ids is not None and all(s.token_ids is not None for s in ep.steps)
+                            yield ep if has_ids else ep.messages
+                    elif isinstance(rec, dict) and isinstance(rec.get("messages"), list):
+                        yield rec["messages"]
+                    else:
+                        raise ValueError(f"{path}:{lineno}: neither an Episode trace nor a {{'messages': [...]}} record")
+        if self.cfg.micro_plain or self.cfg.micro_referenced:
+            from envs.micro.sft import sft_corpus
+
+            env = self.ctx.make_env()
+            for item in sft_corpus(env.unwrapped, self.cfg.micro_plain, self.cfg.micro_referenced, self.cfg.micro_seed):
+                yield item["messages"]
+
+    def dataset_ids(self) -> list[str]:
+        return [str(i) for i in range(len(self.examples))]
+
+    def train_step(self, batch: StepBatch) -> dict[str, float]:
+        ctx, timer = self.ctx, Timer()
+        rows = [self.examples[int(i)][0] for i in batch.items]
+        masks = [self.examples[int(i)][1] for i in batch.items]
+        n_tok = sum_floats([sum(map(sum, masks))], ctx.dist)[0]
+        ctx.zero_grad()
+        nll = 0.0
+        for idx in ctx.micro_batches([len(r) for r in rows]):
+            if not idx:
+                ctx.dummy_backward()
+                continue
+            r, m = [rows[i] for i in idx], [masks[i] for i in idx]
+            al = align_supervision(r, m, r, m, check_tokens=False)
+            with timer("student"):
+                ids, attn = pad_rows(r, pad_id(ctx.tokenizer), ctx.device)
+                logp = token_log_probs(ctx.scorer(ids, attn, positions=al.student_pos), al.targets.to(ctx.device))
+                loss = -(logp * al.mask.to(ctx.device)).sum() / max(n_tok, 1.0)
+                ctx.backward(loss)
+            nll += float(loss.detach())
+        with timer("student"):
+            out = ctx.optimizer_step()
+        return {"loss": sum_floats([nll], ctx.dist)[0], "tokens": n_tok, "dropped_examples": float(self.dropped),
+                **out, **timer.metrics()}
