@@ -141,6 +141,10 @@ class EvalPlusVerifier:
         if task_id not in self.problems:
             raise KeyError(f"{self.dataset} has no task {task_id!r}")
         p = self.problems[task_id]
+        try:  # code that does not compile fails at evalplus's exec(): same verdict, no sandbox needed
+            compile(solution, "<solution>", "exec")
+        except Exception:
+            return Verdict(task_id, False, "fail", "fail")
         job = {"mode": self.mode, "dataset": self.dataset, "entry_point": p["entry_point"],
                "code": solution, "atol": p["atol"], "min_time_limit": self.min_time_limit,
                "gt_time_limit_factor": self.factor, "output_not_none": output_not_none(self.dataset, p["entry_point"])}

@@ -66,3 +66,23 @@ class SandboxConfig:
     """docker only: daemon address (default: DOCKER_HOST or the local unix socket)."""
     docker_cpus: float = 1.0
     """docker only: CPU quota of each container."""
+
+
+def sandbox_config(value: "SandboxConfig | dict | None") -> SandboxConfig:
+    """A SandboxConfig from itself, a plain mapping (YAML, gym.make kwargs) or None (the default).
+
+    >>> sandbox_config({"backend": "docker", "limits": {"timeout_s": 3}}).limits.timeout_s
+    3
+    """
+    if value is None:
+        return SandboxConfig()
+    if isinstance(value, SandboxConfig):
+        return value
+    if not isinstance(value, dict):
+        raise TypeError(f"sandbox config must be a SandboxConfig or a mapping, got {type(value).__name__}")
+    d = dict(value)
+    if isinstance(d.get("limits"), dict):
+        d["limits"] = Limits(**d["limits"])
+    if "extra_ro_paths" in d:
+        d["extra_ro_paths"] = tuple(d["extra_ro_paths"])
+    return SandboxConfig(**d)

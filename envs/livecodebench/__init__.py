@@ -1,0 +1,1 @@
+"""LiveCodeBench code generation: code_generation_lite loader, sandboxed lcb_runner-exact grader, env."""

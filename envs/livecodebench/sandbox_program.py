@@ -1,0 +1,419 @@
+"""The LiveCodeBench grader that runs INSIDE the sandbox (sent as source after envs/sandbox/guest.py).
+
+Stdlib only. It reproduces lcb_runner's ``run_test`` (evaluation/testing_util.py) and the
+``check_correctness`` wrapper around it, as they behave:
+
+* the code runs in a fresh process with lcb_runner's reliability guard, ``sys.stdin`` on /dev/null
+  (as in a multiprocessing child) and ``sys.set_int_max_str_digits(50000)``;
+* stdin problems: ``if __name__ == '__main__'`` unwrapped, the module body wrapped into
+  ``wrapped_function`` after lcb's import header, stdin/``open`` patched with the test input, stdout
+  captured; lines compared stripped, exactly or token-wise as ``Decimal``;
+* call-based problems: header + code, ``Solution()`` when the code mentions ``class Solution``, each
+  input line ``json.loads``'d into positional args, a tuple result becomes a list, then ``==``;
+* ``signal.alarm(6)`` per test and for compilation; codes True, -2 wrong answer (call-based: False),
+  -3 time limit, -4 runtime error, stopping at the first failure; an exception around the grading gives
+  [-4];
+* the global limit (6 + 1) * tests + 5 s: when the process does not report in time, or dies,
+  lcb_runner's ``metadata_list[0]`` on an empty list raises, so the recorded result is [-2] with
+  error_code -5 (it meant [-1] * tests; see docs/SANDBOX.md).
+
+stdin frames (JSON): 1. the job: mode, code, inputs, fn_name, timeout (+ outputs in ``official`` mode);
+2. ``strict`` mode only, read after the worker is forked: the outputs.
+stdout: one JSON line {"results": [...], "metadata": {...}}.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+try:  # on the host (tests); inside the sandbox the guest helpers precede this source
+    from envs.sandbox.guest import (MsgReader, emit_result, fork_worker, guard_runner, kill_worker,
+                                    read_frame, release, send_msg)
+except ImportError:
+    pass
+
+IMPORT_HEADER = "\n".join(
+    [f"from {m} import *" for m in ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math",
+                                     "random", "statistics", "itertools", "functools", "operator", "io", "sys",
+                                     "json", "builtins", "typing")]
+    + [f"import {m}" for m in ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math",
+                               "random", "statistics", "itertools", "functools", "operator", "io", "sys", "json")]
+    + ["sys.setrecursionlimit(50000)", ""])
+
+
+class TimeoutException(Exception):
+    pass
+
+
+def _on_alarm(signum, frame):
+    print("timeout occured: alarm went off")
+    raise TimeoutException
+
+
+def _truncate(s, length=300):
+    s = s if isinstance(s, str) else str(s)
+    return s if len(s) <= length else s[: length // 2] + "...(truncated) ..." + s[-length // 2:]
+
+
+class Capturing(list):
+    """sys.stdout into a StringIO for the block; its text is appended on exit."""
+
+    def __enter__(self):
+        import io
+        import sys
+
+        self._stdout = sys.stdout
+        sys.stdout = self._buf = io.StringIO()
+        self._buf.close = lambda *a: 1
+        return self
+
+    def __exit__(self, *exc):
+        import sys
+
+        self.append(self._buf.getvalue())
+        del self._buf
+        sys.stdout = self._stdout
+
+
+def unwrap_main_guard(code):
+    """A trailing ``if __name__ == '__main__':`` block becomes top-level code."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+        last = tree.body[-1]
+        if isinstance(last, ast.If) and ast.unparse(last.test).strip() == "__name__ == '__main__'":
+            code = ast.unparse(tree.body[:-1]) + "\n" + ast.unparse(last.body)
+    except Exception:
+        pass
+    return code
+
+
+def wrap_in_function(code):
+    """Imports stay at the top (after the header); everything else becomes ``wrapped_function``."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+        imports = [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
+        body = [s for s in tree.body if not isinstance(s, (ast.Import, ast.ImportFrom))]
+        fn = ast.FunctionDef(name="wrapped_function", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
+                             kw_defaults=[], defaults=[]), body=body, decorator_list=[], lineno=-1)
+        return IMPORT_HEADER + "\n" + ast.unparse(imports) + "\n" + ast.unparse(fn)
+    except Exception:
+        return code
+
+
+def compile_solution(code, timeout):
+    import signal
+    from types import ModuleType
+
+    signal.alarm(timeout)
+    try:
+        module = ModuleType("tmp_sol", "")
+        exec(code, module.__dict__)
+        compiled = module.Solution() if "class Solution" in code else module
+        assert compiled is not None
+    finally:
+        signal.alarm(0)
+    return compiled
+
+
+def call_with_stdin(method, inputs):
+    """Run a wrapped stdin program with the test input behind sys.stdin, open() and stdin.*."""
+    import io
+    import sys
+    from unittest.mock import mock_open, patch
+
+    if isinstance(inputs, list):
+        inputs = "\n".join(inputs)
+    lines = iter(inputs.split("\n"))
+    # Entered bottom-up, as lcb's decorators: read/readlines/readline land on the real stdin (which
+    # the header's `from sys import *` bound as `stdin`), then sys.stdin itself is replaced.
+    patches = [patch("sys.stdin.read", lambda *a: inputs),
+               patch("sys.stdin.readlines", lambda *a: inputs.split("\n")),
+               patch("sys.stdin.readline", lambda *a: next(lines)),
+               patch("sys.stdin", io.StringIO(inputs)),
+               patch("builtins.open", mock_open(read_data=inputs))]
+    entered = []
+    try:
+        for p in patches:
+            p.__enter__()
+            entered.append(p)
+        try:
+            return method()
+        except SystemExit:
+            pass
+    finally:
+        for p in reversed(entered):
+            p.__exit__(None, None, None)
+
+
+def stripped_lines(text):
+    return [line.strip() for line in text.strip().split("\n")]
+
+
+def _decimals(line):
+    from decimal import Decimal
+
+    try:
+        return True, [Decimal(tok) for tok in line.split()]
+    except Exception:
+        return False, []
+
+
+def stdout_verdict(prediction, expected):
+    """None when ``prediction`` matches, else the wrong-answer message."""
+    got, want = stripped_lines(prediction), stripped_lines(expected)
+    if len(got) != len(want):
+        return "Wrong answer: mismatched output length"
+    for i, (a, b) in enumerate(zip(got, want)):
+        if a == b:
+            continue
+        ok_a, da = _decimals(a)
+        if not ok_a:
+            return f"Wrong answer at output_line_idx={i}"
+        ok_b, db = _decimals(b)
+        if not ok_b or da != db:
+            return f"Wrong answer at output_line_idx={i}"
+    return None
+
+
+def lcb_guard():
+    """lcb_runner's reliability_guard() (no memory limit): the same names disabled."""
+    import builtins
+    import faulthandler
+    import shutil
+    import subprocess
+    import sys
+
+    faulthandler.disable()
+    builtins.quit = None
+    os.environ["OMP_NUM_THREADS"] = "1"
+    for name in ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir", "setuid", "fork", "forkpty",
+                 "killpg", "rename", "renames", "truncate", "replace", "unlink", "fchmod", "fchown", "chmod",
+                 "chown", "chroot", "lchflags", "lchmod", "lchown", "getcwd", "chdir"):
+        setattr(os, name, None)
+    shutil.rmtree = shutil.move = shutil.chown = None
+    subprocess.Popen = None
+    builtins.help = None
+    for mod in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
+        sys.modules[mod] = None
+
+
+def _error(code, message, **extra):
+    return dict({"error_code": code, "error_message": message}, **extra)
+
+
+# ---- the worker ------------------------------------------------------------------------------
+def grade_in_worker(job, report):
+    """lcb's run_test. ``report(i, outcome)`` receives each test's raw outcome in strict mode;
+    in official mode (job has outputs) the worker compares itself. Returns (results, metadata)."""
+    import faulthandler
+    import marshal
+    import signal
+
+    timeout, official = job["timeout"], "outputs" in job
+    inputs, outputs = job["inputs"], job.get("outputs")
+    results = []
+    if job["fn_name"] is None:
+        code = wrap_in_function(unwrap_main_guard(job["code"]))
+        compiled = compile_solution(code, timeout)
+        method = getattr(compiled, "wrapped_function", None)
+        if method is None:
+            raise TypeError("cannot unpack non-iterable NoneType object")
+        for i, inp in enumerate(inputs):
+            signal.alarm(timeout)
+            faulthandler.enable()
+            with Capturing() as captured:
+                try:
+                    call_with_stdin(method, inp)
+                    signal.alarm(0)
+                except Exception as e:
+                    signal.alarm(0)
+                    code_ = -3 if "timeoutexception" in repr(e).lower() else -4
+                    results.append(code_)
+                    report(i, ("E", code_, repr(e)))
+                    return results, _error(code_, "Time Limit Exceeded" if code_ == -3 else "Runtime Error",
+                                           error=repr(e), inputs=_truncate(inp))
+                finally:
+                    signal.alarm(0)
+                    faulthandler.disable()
+            if not official:
+                report(i, ("T", captured[0]))
+                continue
+            wrong = stdout_verdict(captured[0], outputs[i])
+            if wrong is not None:
+                results.append(-2)
+                return results, _error(-2, wrong, output=_truncate(captured[0]), inputs=_truncate(inp),
+                                       expected=_truncate(outputs[i]))
+            results.append(True)
+        return results, {"execution time": 0.0}
+    compiled = compile_solution(IMPORT_HEADER + "\n\n" + job["code"], timeout)
+    try:
+        assert hasattr(compiled, job["fn_name"])
+        method = getattr(compiled, job["fn_name"])
+    except Exception:
+        raise TypeError("cannot unpack non-iterable NoneType object") from None
+    args_list = [[json.loads(line) for line in inp.split("\n")] for inp in inputs]
+    expected = [json.loads(o) for o in outputs] if official else None
+    for i, args in enumerate(args_list):
+        signal.alarm(timeout)
+        faulthandler.enable()
+        try:
+            prediction = method(*args)
+            signal.alarm(0)
+            if isinstance(prediction, tuple):
+                prediction = list(prediction)
+            if not official:
+                try:
+                    report(i, ("V", marshal.dumps(prediction)))
+                except ValueError:
+                    report(i, ("U",))
+                continue
+            ok = prediction == expected[i]
+            results.append(True if ok else False)
+            if not ok:
+                return results, _error(-2, "Wrong Answer", output=_truncate(prediction), inputs=_truncate(args),
+                                       expected=_truncate(expected[i]))
+        except Exception as e:
+            signal.alarm(0)
+            code_ = -3 if "timeoutexception" in repr(e).lower() else -4
+            results.append(code_)
+            report(i, ("E", code_, repr(e)))
+            return results, _error(code_, "Time Limit Exceeded" if code_ == -3 else "Runtime Error", error=repr(e),
+                                   inputs=_truncate(args))
+        finally:
+            signal.alarm(0)
+            faulthandler.disable()
+    return results, {"execution time": 0.0}
+
+
+def lcb_worker(msg_fd, job):
+    import marshal
+    import signal
+    import sys
+
+    send, dumps = send_msg, marshal.dumps
+    sys.set_int_max_str_digits(50000)
+    sys.stdin = open(os.devnull)  # what a multiprocessing child gets
+    signal.signal(signal.SIGALRM, _on_alarm)
+    lcb_guard()
+
+    def report(i, outcome):
+        send(msg_fd, "O", dumps((i,) + tuple(outcome)))
+
+    try:
+        results, meta = grade_in_worker(job, report)
+    except Exception as e:  # run_test's own except around the grading
+        results, meta = [-4], _error(-4, f"Error during testing: {e}")
+    send(msg_fd, "R", json.dumps({"results": results, "metadata": meta}, default=str).encode())
+
+
+# ---- the runner ------------------------------------------------------------------------------
+def _global_failure():
+    # lcb_runner: no result in time -> result [[-1]*n], then metadata_list[0] raises IndexError, so
+    # evaluate_generations_by_problem keeps its initial [-2] and records a TestRunnerError.
+    return {"results": [-2], "metadata": _error(-5, "TestRunnerError", error="IndexError('list index out of range')"),
+            "global_timeout": True}
+
+
+def strict_grade(job, outputs, reader, deadline):
+    """Compare the worker's raw outcomes with ``outputs`` as lcb does, stopping at the first failure."""
+    import marshal
+
+    fn_name, results = job["fn_name"], []
+    expected = None
+    if fn_name is not None:
+        try:
+            expected = [json.loads(o) for o in outputs]
+        except Exception as e:
+            expected = e
+    while True:
+        try:
+            msg = reader.read(deadline - time.monotonic())
+        except TimeoutError:
+            return _global_failure()
+        if msg is None:
+            return _global_failure()
+        kind, payload = msg
+        if kind == "R":  # the worker's own end: setup errors or every test reported
+            try:
+                own = json.loads(payload)
+            except ValueError:
+                return _global_failure()
+            if own.get("results") == [-4] and not results:
+                return {"results": [-4], "metadata": own.get("metadata", {})}
+            if len(results) == len(outputs):
+                return {"results": results, "metadata": {"execution time": 0.0}}
+            return {"results": [-4], "metadata": _error(-4, "Error during testing: incomplete report")}
+        if kind != "O":
+            return {"results": [-4], "metadata": _error(-4, "Error during testing: bad report")}
+        try:
+            outcome = marshal.loads(payload)
+            i, tag = outcome[0], outcome[1]
+        except Exception:
+            return {"results": [-4], "metadata": _error(-4, "Error during testing: bad report")}
+        if i != len(results) or i >= len(outputs):
+            return {"results": [-4], "metadata": _error(-4, "Error during testing: bad report")}
+        if isinstance(expected, Exception):  # lcb parses every output before the first call
+            return {"results": [-4], "metadata": _error(-4, f"Error during testing: {expected}")}
+        if tag == "E":
+            code_ = -3 if outcome[2] == -3 else -4
+            results.append(code_)
+            return {"results": results, "metadata": _error(code_, "Time Limit Exceeded" if code_ == -3
+                                                           else "Runtime Error", error=str(outcome[3])[:300])}
+        if tag == "T" and fn_name is None:
+            wrong = stdout_verdict(str(outcome[2]), outputs[i])
+            if wrong is not None:
+                results.append(-2)
+                return {"results": results, "metadata": _error(-2, wrong)}
+            results.append(True)
+        elif tag == "V" and fn_name is not None:
+            try:
+                ok = marshal.loads(outcome[2]) == expected[i]
+            except Exception:
+                ok = False
+            results.append(True if ok is True else False)
+            if results[-1] is not True:
+                return {"results": results, "metadata": _error(-2, "Wrong Answer")}
+        else:  # "U": not plain data, which strict mode rejects
+            results.append(False if fn_name is not None else -2)
+            return {"results": results, "metadata": _error(-2, "Wrong Answer: not a plain value (strict)")}
+
+
+def main():
+    import sys
+
+    guard_runner()
+    sys.set_int_max_str_digits(50000)
+    job = json.loads(read_frame(0))
+    n = len(job["inputs"])
+    pid, msg_r, go_w = fork_worker(lcb_worker, job)
+    outputs = job.get("outputs") if job["mode"] == "official" else json.loads(read_frame(0))
+    deadline = time.monotonic() + (job["timeout"] + 1) * n + 5
+    reader = MsgReader(msg_r)
+    release(go_w)
+    try:
+        if job["mode"] == "official":
+            res = _global_failure()
+            while True:
+                try:
+                    msg = reader.read(deadline - time.monotonic())
+                except TimeoutError:
+                    break
+                if msg is None:
+                    break
+                if msg[0] == "R":
+                    try:
+                        res = json.loads(msg[1])
+                    except ValueError:
+                        pass
+                    break
+        else:
+            res = strict_grade(job, outputs, reader, deadline)
+    finally:
+        kill_worker(pid)
+    emit_result(res)

@@ -1,0 +1,61 @@
+"""``CodeEnv``: the single-turn base of the coding environments (EvalPlus, LiveCodeBench).
+
+The observation is the problem; the action is the model's whole response (reasoning in ``<think>``
+is dropped, code is extracted by the benchmark's own rule); the episode ends after that one step
+with reward = the verdict (1.0 pass, 0.0 fail). No tools: the response is never parsed for tool
+calls. The verdict's details arrive in ``info["verdict"]`` of the final step::
+
+    env = gymnasium.make("lopd/evalplus-humaneval-v0")
+    prompt, info = env.reset(options={"task_id": "HumanEval/0"})
+    _, reward, terminated, _, info = env.step("```python\\ndef has_close_elements(...): ...\\n```")
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envs.core import ToolEnv
+from envs.protocol import ParsedResponse, split_reasoning
+from envs.tools import ToolSet
+
+SYSTEM = "You are an expert Python programmer."
+
+
+class CodeEnv(ToolEnv):
+    """Subclasses implement ``load_tasks`` and ``grade(task, answer) -> (reward, verdict dict)``."""
+
+    max_steps = 1
+    end_on_no_call = True
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.last_verdict: dict[str, Any] | None = None
+
+    def grade(self, task, answer: str) -> tuple[float, dict[str, Any]]:
+        raise NotImplementedError
+
+    def setup(self, task) -> ToolSet:
+        return ToolSet()
+
+    def parse(self, text: str) -> ParsedResponse:
+        reasoning, rest = split_reasoning(text)
+        return ParsedResponse(rest, reasoning)
+
+    def system_prompt(self, task) -> str:
+        return task.system or SYSTEM
+
+    def verify(self, task, state) -> float:
+        text = self.steps[-1].text if self.steps else ""
+        _, answer = split_reasoning(text)
+        reward, self.last_verdict = self.grade(task, answer)
+        return reward
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self.last_verdict = None
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action: str):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self.done and self.last_verdict is not None and "verdict" not in info:
+            info["verdict"] = dict(self.last_verdict)
+        return obs, reward, terminated, truncated, info
