@@ -136,7 +136,7 @@ def distill_per_token(student_logits: Tensor, cfg: DistillConfig, *, teacher_ids
 def _as_mask(mask: Tensor, like: Tensor) -> Tensor:
     if mask.shape != like.shape:
         raise ValueError(f"mask shape {tuple(mask.shape)} != values shape {tuple(like.shape)}")
-    return mask.to(dtype=like.dtype if like.is_floating_point() else torch.float32)
+    return mask.to(dtype=like.dtype if like.is_floating_point() else torch.float32, device=like.device)
 
 
 def masked_sum(values: Tensor, mask: Tensor) -> Tensor:
@@ -205,9 +205,10 @@ def group_advantages(rewards: Tensor, group_size: int | None = None, group_ids: 
     if group_ids is None:
         if not group_size or group_size < 1 or rewards.numel() % group_size:
             raise ValueError(f"{rewards.numel()} rewards do not split into groups of {group_size}")
-        group_ids = torch.arange(rewards.numel()) // group_size
+        group_ids = torch.arange(rewards.numel(), device=rewards.device) // group_size
     if group_ids.shape != rewards.shape:
         raise ValueError("group_ids must have one entry per reward")
+    group_ids = group_ids.to(rewards.device)
     adv = torch.zeros_like(rewards)
     for g in torch.unique(group_ids):
         sel = group_ids == g
@@ -234,7 +235,7 @@ def ppo_clip_loss(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tens
     ``logp``, ``old_logp`` [B, N] at the sampled tokens; ``advantages`` [B] (per rollout) or
     [B, N] (per token). Returns the loss and ``{"clip_fraction", "ratio_mean"}`` over masked tokens.
     """
-    adv = advantages.float()
+    adv = advantages.float().to(logp.device)
     if adv.dim() == logp.dim() - 1:
         adv = adv.unsqueeze(-1).expand_as(logp)
     ratio = torch.exp(logp.float() - old_logp.float().detach())

@@ -54,8 +54,9 @@ def composer_kl(teacher_logits: Tensor, student_logits: Tensor, mask: Tensor, *,
     """
     if topk_ids is None:
         topk_ids, _ = teacher_topk(teacher_logits.detach(), top_k)
+    topk_ids = topk_ids.to(teacher_logits.device)
     t_logp = log_probs_at(teacher_logits, topk_ids)
-    per_token = topk_tail_kl(student_logits.detach(), topk_ids, t_logp, "reverse")
+    per_token = topk_tail_kl(student_logits.detach().to(teacher_logits.device), topk_ids, t_logp, "reverse")
     return sequence_mean(per_token, mask)
 
 
@@ -64,7 +65,8 @@ def privileged_margin(teacher_logp: Tensor, student_logp: Tensor, mask: Tensor, 
 
     ``teacher_logp``, ``student_logp`` [B, N]: log-probs of the sampled action tokens.
     """
-    return advantages.float() * sequence_mean(teacher_logp.float() - student_logp.detach().float(), mask)
+    diff = teacher_logp.float() - student_logp.detach().float()
+    return advantages.float().to(diff.device) * sequence_mean(diff, mask)
 
 
 def anchor_penalty(latents: Sequence[Tensor] | Tensor, anchor_latents: Sequence[Tensor] | Tensor) -> Tensor:
@@ -107,11 +109,14 @@ def composer_terms(teacher_logits: Tensor, student_logits: Tensor, targets: Tens
     detached here; ``student_logp`` optionally replaces the student's log-probs of ``targets`` (e.g.
     those saved at the student's own forward, as the authors' code does).
     """
-    adv = outcome_advantage(rewards).to(teacher_logits.device)
+    dev = teacher_logits.device
+    adv = outcome_advantage(rewards).to(dev)
+    targets, mask = targets.to(dev), mask.to(dev)
+    action_mask = mask if action_mask is None else action_mask.to(dev)
     kl = composer_kl(teacher_logits, student_logits, mask, top_k=top_k, topk_ids=topk_ids)
     t_lp = token_log_probs(teacher_logits, targets)
-    s_lp = token_log_probs(student_logits.detach(), targets) if student_logp is None else student_logp
-    delta = privileged_margin(t_lp, s_lp, mask if action_mask is None else action_mask, adv)
+    s_lp = token_log_probs(student_logits.detach().to(dev), targets) if student_logp is None else student_logp
+    delta = privileged_margin(t_lp, s_lp.to(dev), action_mask, adv)
     return ComposerTerms(kl=kl, delta=delta, anchor=anchor_penalty(latents, anchor_latents).to(kl.device))
 
 

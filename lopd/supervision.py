@@ -52,6 +52,10 @@ class Alignment:
         """[B] supervised tokens per sequence."""
         return self.mask.sum(-1)
 
+    def to(self, device: torch.device | str) -> Alignment:
+        """The same alignment with its tensors on ``device``."""
+        return Alignment(*(t.to(device) for t in (self.student_pos, self.teacher_pos, self.targets, self.mask)))
+
     def _gather(self, x: Tensor, pos: Tensor) -> Tensor:
         if x.shape[0] != pos.shape[0]:
             raise AlignmentError(f"batch of {x.shape[0]} rows for an alignment of {pos.shape[0]}")

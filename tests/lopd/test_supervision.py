@@ -38,6 +38,8 @@ def test_alignment_of_different_contexts_and_padding():
     assert al.teacher_pos.tolist() == [[4, 5, 6, 0], [1, 2, 5, 6]]
     assert al.targets.tolist() == [[10, 11, 12, 0], [20, 21, 22, 23]]
     assert al.counts.tolist() == [3, 4]
+    moved = al.to("cpu")
+    assert all(torch.equal(a, b) for a, b in zip((moved.student_pos, moved.mask), (al.student_pos, al.mask)))
     # Gathering [B, T, ...] outputs picks exactly those rows.
     x = torch.arange(2 * 8).view(2, 8, 1).float()
     assert al.teacher(x)[..., 0].tolist() == [[4, 5, 6, 0], [9, 10, 13, 14]]
