@@ -30,7 +30,7 @@ import torch
 from torch import Tensor
 
 from lopd.config import MarginConfig
-from lopd.losses import log_probs_at, sequence_mean, teacher_topk, token_log_probs, topk_tail_kl
+from lopd.losses import bucket_kl, log_probs_at, sequence_mean, teacher_topk, token_log_probs, with_tail
 
 
 def outcome_advantage(rewards: Tensor) -> Tensor:
@@ -45,18 +45,29 @@ def outcome_advantage(rewards: Tensor) -> Tensor:
     return 2.0 * rewards - 1.0
 
 
-def composer_kl(teacher_logits: Tensor, student_logits: Tensor, mask: Tensor, *, top_k: int = 20,
-                topk_ids: Tensor | None = None) -> Tensor:
+def composer_kl(teacher_logits: Tensor, student_logits: Tensor | None, mask: Tensor, *, top_k: int = 20,
+                topk_ids: Tensor | None = None, student_topk_logp: Tensor | None = None) -> Tensor:
     """kl_i: per-rollout mean over tokens of KL(student.detach || teacher_phi) -> [B].
 
-    ``teacher_logits``, ``student_logits`` [B, N, V] at aligned supervised positions. Buckets: the
-    teacher's top-k ids (``topk_ids`` [B, N, k] if given, e.g. those kept at scoring time) + tail.
+    ``teacher_logits`` [B, N, V] at aligned supervised positions. Buckets: the teacher's top-k ids
+    (``topk_ids`` [B, N, k] if given, e.g. those kept at scoring time) + tail. The student side is
+    ``student_logits`` [B, N, V], or, to avoid keeping vocabulary-sized student logits until the
+    composer step, ``student_topk_logp`` [B, N, k]: the student's log-probs at ``topk_ids`` saved
+    from its own forward (what the authors' code keeps).
     """
+    dev = teacher_logits.device
+    if student_topk_logp is not None:
+        if topk_ids is None:
+            raise ValueError("student_topk_logp needs the topk_ids it was gathered at")
+        s_logp = student_topk_logp.detach().float().to(dev)
+    elif student_logits is None:
+        raise ValueError("composer_kl needs student_logits or student_topk_logp")
     if topk_ids is None:
         topk_ids, _ = teacher_topk(teacher_logits.detach(), top_k)
-    topk_ids = topk_ids.to(teacher_logits.device)
-    t_logp = log_probs_at(teacher_logits, topk_ids)
-    per_token = topk_tail_kl(student_logits.detach().to(teacher_logits.device), topk_ids, t_logp, "reverse")
+    topk_ids = topk_ids.to(dev)
+    if student_topk_logp is None:
+        s_logp = log_probs_at(student_logits.detach().to(dev), topk_ids)
+    per_token = bucket_kl(with_tail(s_logp), with_tail(log_probs_at(teacher_logits, topk_ids)))
     return sequence_mean(per_token, mask)
 
 
@@ -97,27 +108,30 @@ class ComposerTerms:
     """anchor_i (gradients into the latents)."""
 
 
-def composer_terms(teacher_logits: Tensor, student_logits: Tensor, targets: Tensor, mask: Tensor,
+def composer_terms(teacher_logits: Tensor, student_logits: Tensor | None, targets: Tensor, mask: Tensor,
                    rewards: Tensor, latents: Sequence[Tensor] | Tensor, anchor_latents: Sequence[Tensor] | Tensor,
-                   *, top_k: int = 20, topk_ids: Tensor | None = None, action_mask: Tensor | None = None,
-                   student_logp: Tensor | None = None) -> ComposerTerms:
-    """All three per-rollout terms from aligned [B, N, V] logits.
+                   *, top_k: int = 20, topk_ids: Tensor | None = None, student_topk_logp: Tensor | None = None,
+                   student_logp: Tensor | None = None, action_mask: Tensor | None = None) -> ComposerTerms:
+    """All three per-rollout terms from aligned [B, N, ...] teacher logits (with gradients).
 
     ``targets`` [B, N] are the sampled tokens; ``mask`` [B, N] the supervised positions;
     ``action_mask`` (default ``mask``) the action tokens Delta averages over; ``rewards`` [B] in
-    [0, 1]; ``latents``/``anchor_latents`` one latent context per rollout. ``student_logits`` are
-    detached here; ``student_logp`` optionally replaces the student's log-probs of ``targets`` (e.g.
-    those saved at the student's own forward, as the authors' code does).
+    [0, 1]; ``latents``/``anchor_latents`` one latent context per rollout. The student enters
+    detached, either as ``student_logits`` [B, N, V] or as the two things saved from its own
+    forward: ``student_topk_logp`` (at ``topk_ids``) and ``student_logp`` (at ``targets``).
     """
     dev = teacher_logits.device
     adv = outcome_advantage(rewards).to(dev)
     targets, mask = targets.to(dev), mask.to(dev)
     action_mask = mask if action_mask is None else action_mask.to(dev)
-    kl = composer_kl(teacher_logits, student_logits, mask, top_k=top_k, topk_ids=topk_ids)
-    t_lp = token_log_probs(teacher_logits, targets)
-    s_lp = token_log_probs(student_logits.detach().to(dev), targets) if student_logp is None else student_logp
-    delta = privileged_margin(t_lp, s_lp.to(dev), action_mask, adv)
-    return ComposerTerms(kl=kl, delta=delta, anchor=anchor_penalty(latents, anchor_latents).to(kl.device))
+    kl = composer_kl(teacher_logits, student_logits, mask, top_k=top_k, topk_ids=topk_ids,
+                     student_topk_logp=student_topk_logp)
+    if student_logp is None:
+        if student_logits is None:
+            raise ValueError("Delta needs student_logits or student_logp")
+        student_logp = token_log_probs(student_logits.detach().to(dev), targets)
+    delta = privileged_margin(token_log_probs(teacher_logits, targets), student_logp.to(dev), action_mask, adv)
+    return ComposerTerms(kl=kl, delta=delta, anchor=anchor_penalty(latents, anchor_latents).to(dev))
 
 
 def composer_loss(terms: ComposerTerms, beta: float, cfg: MarginConfig | None = None) -> tuple[Tensor, dict[str, float]]:

@@ -10,7 +10,7 @@ from lopd.coldstart import ColdStartExample, coldstart_step, make_coldstart_opti
 from lopd.composer import Composer
 from lopd.config import ColdStartConfig, ComposerConfig, MarginConfig, QFormerConfig
 from lopd.latent import inject_batch
-from lopd.losses import full_kl, teacher_topk, token_mean, topk_tail_kl
+from lopd.losses import full_kl, log_probs_at, teacher_topk, token_log_probs, token_mean, topk_tail_kl
 from lopd.margin import (
     ComposerTerms,
     DualVariable,
@@ -79,6 +79,28 @@ def test_composer_kl_is_student_to_teacher_per_rollout_mean():
     assert s.grad is None and t.grad is not None
     ids, _ = teacher_topk(t.detach(), 2)  # ids given explicitly (those kept at scoring time)
     assert torch.allclose(composer_kl(t, s, mask, topk_ids=ids), composer_kl(t, s, mask, top_k=2))
+    with pytest.raises(ValueError):
+        composer_kl(t, None, mask)
+    with pytest.raises(ValueError):
+        composer_kl(t, None, mask, student_topk_logp=torch.zeros(2, 3, 2))
+
+
+def test_composer_terms_from_saved_student_scores_equal_those_from_logits():
+    torch.manual_seed(4)
+    t = torch.randn(2, 3, 8, requires_grad=True)
+    s = torch.randn(2, 3, 8)
+    targets = torch.randint(0, 8, (2, 3))
+    mask = torch.tensor([[1, 1, 0], [1, 1, 1]])
+    lat = [torch.randn(4, 5), torch.randn(4, 5)]
+    ids, _ = teacher_topk(t.detach(), 3)
+    full = composer_terms(t, s, targets, mask, torch.tensor([1.0, 0.0]), lat, lat, top_k=3)
+    saved = composer_terms(t, None, targets, mask, torch.tensor([1.0, 0.0]), lat, lat, topk_ids=ids,
+                           student_topk_logp=log_probs_at(s, ids), student_logp=token_log_probs(s, targets))
+    for a, b in zip((full.kl, full.delta, full.anchor), (saved.kl, saved.delta, saved.anchor)):
+        assert torch.allclose(a, b, atol=1e-6)
+    with pytest.raises(ValueError):
+        composer_terms(t, None, targets, mask, torch.tensor([1.0, 0.0]), lat, lat, topk_ids=ids,
+                       student_topk_logp=log_probs_at(s, ids))
 
 
 def test_composer_loss_by_hand_uses_the_given_beta():
