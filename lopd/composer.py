@@ -211,17 +211,16 @@ class Composer(nn.Module):
     def load_trainable_state_dict(self, state: dict[str, dict[str, Tensor]]) -> None:
         """Inverse of :meth:`trainable_state_dict`; names and shapes must match exactly."""
         named = dict(self.named_trainable_parameters())
-        for part in ("trainable", "anchor"):
-            got = state.get(part)
+        for part in ("trainable", "anchor"):  # validate everything before copying anything
+            got = state.get(part) if isinstance(state, dict) else None
             if not isinstance(got, dict) or set(got) != set(named):
                 raise ValueError(f"composer state {part!r} does not match this composer's parameters")
             for n, p in named.items():
                 if tuple(got[n].shape) != tuple(p.shape):
                     raise ValueError(f"composer state {part}.{n}: shape {tuple(got[n].shape)} != {tuple(p.shape)}")
-                if part == "trainable":
-                    p.copy_(got[n])
-                else:
-                    getattr(self._anchor, _mangle(n)).copy_(got[n])
+        for n, p in named.items():
+            p.copy_(state["trainable"][n])
+            getattr(self._anchor, _mangle(n)).copy_(state["anchor"][n])
         self._anchor_cache.clear()
 
     # -- encoder
@@ -232,8 +231,8 @@ class Composer(nn.Module):
         """
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        hidden = self.backbone.model(input_ids=input_ids, attention_mask=attention_mask,
-                                     use_cache=False).last_hidden_state
+        hidden = self.backbone.get_decoder()(input_ids=input_ids, attention_mask=attention_mask,
+                                             use_cache=False).last_hidden_state
         return self.qformer(hidden, attention_mask.bool())
 
     def encoder_ids(self, task: str, experience: str) -> list[int]:
