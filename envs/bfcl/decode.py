@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import json
 import operator
+import warnings
 from typing import Any
 
 MAX_PROMPT_CHARS = 500_000
@@ -225,7 +226,9 @@ def python_calls_or_error(s: str) -> tuple[list[dict[str, Any]] | None, Any]:
     if "(" not in src:  # no call can parse without a parenthesis: skip the parser for plain text
         return None, "no function call in the output"
     try:  # ast.parse(src, mode="eval") without its Python-level wrapper frame
-        body = compile(src, "<unknown>", "eval", ast.PyCF_ONLY_AST).body
+        with warnings.catch_warnings():  # e.g. "invalid decimal literal" on model text
+            warnings.simplefilter("ignore", SyntaxWarning)
+            body = compile(src, "<unknown>", "eval", ast.PyCF_ONLY_AST).body
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         return None, e  # formatted only if someone reads it
     try:

@@ -22,6 +22,7 @@ import importlib
 import inspect
 import json
 import re
+import warnings
 from functools import lru_cache
 from typing import Any
 
@@ -127,8 +128,10 @@ class ApiSession:
 
     # ---- the restricted interpreter -----------------------------------------------------
     def _evaluate(self, source: str) -> Any:
-        tree = ast.parse(source, filename="<string>", mode="eval")
-        compile(tree, "<string>", "eval")  # same compile-time SyntaxErrors as eval(); nothing runs
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(source, filename="<string>", mode="eval")
+            compile(tree, "<string>", "eval")  # same compile-time SyntaxErrors as eval(); nothing runs
         return self._ev(tree.body)
 
     def _ev(self, node: ast.AST) -> Any:
