@@ -60,8 +60,11 @@ class SGLangFeatureError(EngineError):
 OverrideMode = Literal["input_embeds", "positional"]
 
 
-def sampling_payload(p: SamplingParams) -> dict[str, Any]:
-    """SGLang ``sampling_params`` for our SamplingParams (only fields that are set are sent)."""
+def sampling_payload(p: SamplingParams, *, send_seed: bool = True) -> dict[str, Any]:
+    """SGLang ``sampling_params`` for our SamplingParams (only fields that are set are sent).
+
+    The seed travels as ``sampling_seed``, which SGLang honours in builds with deterministic
+    sampling; pass ``send_seed=False`` for servers that reject the field."""
     sp: dict[str, Any] = {
         "temperature": float(p.temperature), "top_p": float(p.top_p),
         "top_k": int(p.top_k) if p.top_k > 0 else -1, "max_new_tokens": int(p.max_new_tokens),
@@ -74,7 +77,7 @@ def sampling_payload(p: SamplingParams) -> dict[str, Any]:
         sp["stop_token_ids"] = [int(t) for t in p.stop_token_ids]
     if p.ignore_eos:
         sp["ignore_eos"] = True
-    if p.seed is not None:
+    if p.seed is not None and send_seed:
         sp["sampling_seed"] = int(p.seed)
     return sp
 
@@ -90,7 +93,7 @@ class SGLangEngine(Engine):
     def __init__(self, base_url: str = "http://127.0.0.1:30000", *, eos_token_ids: Sequence[int] = (),
                  embedding: torch.Tensor | Callable[[torch.Tensor], torch.Tensor] | None = None,
                  override_mode: OverrideMode = "input_embeds", timeout: float = 600.0,
-                 api_key: str | None = None, max_batch: int = 256):
+                 api_key: str | None = None, max_batch: int = 256, send_seed: bool = True):
         if override_mode not in ("input_embeds", "positional"):
             raise ValueError(f"override_mode must be 'input_embeds' or 'positional', got {override_mode!r}")
         self.base_url = base_url.rstrip("/")
@@ -100,6 +103,7 @@ class SGLangEngine(Engine):
         self.timeout = float(timeout)
         self.api_key = api_key
         self.max_batch = int(max_batch)
+        self.send_seed = send_seed
 
     # ---- HTTP -----------------------------------------------------------------------------
     def _request(self, method: str, path: str, payload: Any = None) -> Any:
@@ -241,7 +245,7 @@ class SGLangEngine(Engine):
         results: list[GenerationOutput | None] = [None] * len(ids)
         for rows in self._groups(len(ids), ovs):
             payload = {**self._inputs([ids[i] for i in rows], [ovs[i] for i in rows]),
-                       "sampling_params": sampling_payload(params),
+                       "sampling_params": sampling_payload(params, send_seed=self.send_seed),
                        "return_logprob": True, "logprob_start_len": -1, "stream": False}
             for i, res in zip(rows, self._post_generate(payload, len(rows))):
                 results[i] = _parse_generation(res, len(ids[i]))
