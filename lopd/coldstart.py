@@ -56,8 +56,9 @@ class ColdStartExample:
         return sum(1 for m in self.loss_mask if m)
 
 
-def next_token_nll(logits: Tensor, input_ids: Tensor, loss_mask: Tensor,
-                   count: float | Tensor | None = None) -> tuple[Tensor, int]:
+def next_token_nll(
+    logits: Tensor, input_ids: Tensor, loss_mask: Tensor, count: float | Tensor | None = None
+) -> tuple[Tensor, int]:
     """Sum of -log p(token j | < j) over tokens with ``loss_mask`` / ``count`` (None: their number).
 
     ``logits`` [B, T, V] from the same forward as ``input_ids`` [B, T]; fp32 log-softmax.
@@ -76,8 +77,9 @@ def next_token_nll(logits: Tensor, input_ids: Tensor, loss_mask: Tensor,
     return total / max(denom, 1.0), n
 
 
-def _teacher_nll_sum(composer: Composer, examples: Sequence[ColdStartExample],
-                     latents: Sequence[Tensor]) -> tuple[Tensor, int]:
+def _teacher_nll_sum(
+    composer: Composer, examples: Sequence[ColdStartExample], latents: Sequence[Tensor]
+) -> tuple[Tensor, int]:
     """Summed NLL of the supervised tokens, teacher = frozen base with the latents spliced in."""
     emb = composer.input_embeddings()
     device = emb.weight.device
@@ -91,18 +93,25 @@ def _teacher_nll_sum(composer: Composer, examples: Sequence[ColdStartExample],
         masks.append(torch.tensor([1] * len(ex.input_ids) + [0] * pad, device=device))
         sup.append(torch.tensor(list(ex.loss_mask) + [0] * pad, device=device))
     embeds, attn, sup_mask = torch.stack(rows), torch.stack(masks), torch.stack(sup).bool()
-    targets = torch.stack([torch.tensor(list(ex.input_ids) + [0] * (width - len(ex.input_ids)), device=device)
-                           for ex in examples])
+    targets = torch.stack(
+        [
+            torch.tensor(list(ex.input_ids) + [0] * (width - len(ex.input_ids)), device=device)
+            for ex in examples
+        ]
+    )
     sel = sup_mask[:, 1:]  # logits at j predict token j + 1
     n = int(sel.sum())
     with composer.teacher_mode() as lm:
-        hidden = lm.get_decoder()(inputs_embeds=embeds, attention_mask=attn, use_cache=False).last_hidden_state
+        hidden = lm.get_decoder()(
+            inputs_embeds=embeds, attention_mask=attn, use_cache=False
+        ).last_hidden_state
         logits = lm.get_output_embeddings()(hidden[:, :-1][sel])  # only the supervised rows
     return -token_log_probs(logits, targets[:, 1:][sel]).sum(), n
 
 
-def coldstart_loss(composer: Composer, examples: Sequence[ColdStartExample],
-                   count: float | None = None) -> tuple[Tensor, int]:
+def coldstart_loss(
+    composer: Composer, examples: Sequence[ColdStartExample], count: float | None = None
+) -> tuple[Tensor, int]:
     """Cold-start NLL of ``examples``: summed over their assistant tokens / ``count`` (None: their number).
 
     Pass the global token count of the whole batch as ``count`` when accumulating micro-batches.
@@ -112,8 +121,10 @@ def coldstart_loss(composer: Composer, examples: Sequence[ColdStartExample],
     for ex in examples:
         want = len(ex.experiences) * composer.n_latents
         if len(ex.latent_positions) != want:
-            raise ValueError(f"task {ex.task[:40]!r}: {len(ex.latent_positions)} latent slots for "
-                             f"{len(ex.experiences)} experiences x {composer.n_latents} latents")
+            raise ValueError(
+                f"task {ex.task[:40]!r}: {len(ex.latent_positions)} latent slots for "
+                f"{len(ex.experiences)} experiences x {composer.n_latents} latents"
+            )
     latents = composer.encode([e.task for e in examples], [e.experiences for e in examples])
     total, n = _teacher_nll_sum(composer, examples, latents)
     denom = float(n if count is None else count)
@@ -124,12 +135,16 @@ def make_coldstart_optimizer(composer: Composer, cfg: ColdStartConfig | None = N
     """AdamW over the composer's LoRA and QFormer (two named param groups, same lr)."""
     cfg = cfg or ColdStartConfig()
     groups = composer.parameter_groups()
-    return torch.optim.AdamW([{"params": groups["lora"], "name": "lora"},
-                              {"params": groups["qformer"], "name": "qformer"}],
-                             lr=cfg.lr, weight_decay=cfg.weight_decay)
+    return torch.optim.AdamW(
+        [{"params": groups["lora"], "name": "lora"}, {"params": groups["qformer"], "name": "qformer"}],
+        lr=cfg.lr,
+        weight_decay=cfg.weight_decay,
+    )
 
 
-def clip_composer_grads(composer: Composer, grad_clip: float, qformer_grad_clip: float | None = None) -> dict[str, float]:
+def clip_composer_grads(
+    composer: Composer, grad_clip: float, qformer_grad_clip: float | None = None
+) -> dict[str, float]:
     """Clip one norm over all trainable parameters, or (``qformer_grad_clip`` set) the QFormer and
     the LoRA separately. Returns the pre-clip norms; <= 0 disables a clip."""
     groups = composer.parameter_groups()
@@ -142,12 +157,18 @@ def clip_composer_grads(composer: Composer, grad_clip: float, qformer_grad_clip:
 
     if qformer_grad_clip is None:
         return {"grad_norm": clip(groups["lora"] + groups["qformer"], grad_clip)}
-    return {"lora_grad_norm": clip(groups["lora"], grad_clip),
-            "qformer_grad_norm": clip(groups["qformer"], qformer_grad_clip)}
+    return {
+        "lora_grad_norm": clip(groups["lora"], grad_clip),
+        "qformer_grad_norm": clip(groups["qformer"], qformer_grad_clip),
+    }
 
 
-def coldstart_step(composer: Composer, examples: Sequence[ColdStartExample], optimizer: torch.optim.Optimizer,
-                   cfg: ColdStartConfig | None = None) -> dict[str, float]:
+def coldstart_step(
+    composer: Composer,
+    examples: Sequence[ColdStartExample],
+    optimizer: torch.optim.Optimizer,
+    cfg: ColdStartConfig | None = None,
+) -> dict[str, float]:
     """One optimiser step on ``examples`` in micro-batches, normalised by their total token count.
 
     Returns ``{"loss", "tokens", "skipped", <grad norms>}``; a step with no supervised token or a
@@ -161,7 +182,7 @@ def coldstart_step(composer: Composer, examples: Sequence[ColdStartExample], opt
     loss_sum = 0.0
     mb = max(1, cfg.micro_batch_size)
     for i in range(0, len(examples), mb):
-        part = examples[i:i + mb]
+        part = examples[i : i + mb]
         if not any(e.n_supervised for e in part):
             continue
         loss, _ = coldstart_loss(composer, part, count=total_tokens)

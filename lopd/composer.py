@@ -38,6 +38,7 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 # ------------------------------------------------------------------------------------ QFormer
 
+
 class PerceiverAttention(nn.Module):
     """Latents attend to [inputs; latents]: separate LayerNorms, no biases, q and k each x dh^-0.25."""
 
@@ -62,7 +63,7 @@ class PerceiverAttention(nn.Module):
         q = q.view(b, m, self.n_heads, self.head_dim).transpose(1, 2)
         k = k.view(b, n + m, self.n_heads, self.head_dim).transpose(1, 2)
         v = v.view(b, n + m, self.n_heads, self.head_dim).transpose(1, 2)
-        scale = self.head_dim ** -0.25
+        scale = self.head_dim**-0.25
         scores = ((q * scale) @ (k * scale).transpose(-2, -1)).float()
         if x_mask is not None:
             keep = torch.cat([x_mask.bool(), x_mask.new_ones(b, m, dtype=torch.bool)], dim=1)
@@ -74,8 +75,9 @@ class PerceiverAttention(nn.Module):
 
 def feed_forward(d: int, mult: int = 4) -> nn.Sequential:
     """LayerNorm, Linear(d, mult*d), GELU, Linear(mult*d, d); no biases."""
-    return nn.Sequential(nn.LayerNorm(d), nn.Linear(d, mult * d, bias=False), nn.GELU(),
-                         nn.Linear(mult * d, d, bias=False))
+    return nn.Sequential(
+        nn.LayerNorm(d), nn.Linear(d, mult * d, bias=False), nn.GELU(), nn.Linear(mult * d, d, bias=False)
+    )
 
 
 class QFormer(nn.Module):
@@ -89,8 +91,15 @@ class QFormer(nn.Module):
     torch.Size([2, 3, 16])
     """
 
-    def __init__(self, d: int, n_heads: int, n_latents: int = 32, depth: int = 8, ff_mult: int = 4,
-                 share_layers: bool = True):
+    def __init__(
+        self,
+        d: int,
+        n_heads: int,
+        n_latents: int = 32,
+        depth: int = 8,
+        ff_mult: int = 4,
+        share_layers: bool = True,
+    ):
         super().__init__()
         if n_latents < 1 or depth < 1:
             raise ValueError(f"n_latents and depth must be >= 1, got {n_latents}, {depth}")
@@ -121,6 +130,7 @@ class QFormer(nn.Module):
 
 # ------------------------------------------------------------------------------------ Composer
 
+
 def encode_text(tokenizer: Any, text: str) -> list[int]:
     """Token ids of ``text`` without special tokens (transformers tokenizer or ``tokenizers.Tokenizer``)."""
     out = tokenizer.encode(text, add_special_tokens=False)
@@ -148,9 +158,17 @@ class Composer(nn.Module):
         backbone.requires_grad_(False)
         backbone.eval()
         lc = self.cfg.lora
-        self.peft = get_peft_model(backbone, LoraConfig(
-            r=lc.r, lora_alpha=lc.alpha, lora_dropout=lc.dropout, target_modules=list(lc.target_modules),
-            bias="none"), adapter_name=lc.adapter_name)
+        self.peft = get_peft_model(
+            backbone,
+            LoraConfig(
+                r=lc.r,
+                lora_alpha=lc.alpha,
+                lora_dropout=lc.dropout,
+                target_modules=list(lc.target_modules),
+                bias="none",
+            ),
+            adapter_name=lc.adapter_name,
+        )
         conf = backbone.config
         self.qformer = QFormer.from_config(conf.hidden_size, conf.num_attention_heads, self.cfg.qformer)
         self.qformer.to(next(backbone.parameters()).device)
@@ -193,7 +211,7 @@ class Composer(nn.Module):
 
     @torch.no_grad()
     def set_anchor(self) -> None:
-        """Snapshot the current trainable parameters as the anchor composer (c_phi0); call after cold start."""
+        """Snapshot the trainable parameters as the anchor composer (c_phi0); call after cold start."""
         for name, p in self.named_trainable_parameters():
             self._anchor.register_buffer(_mangle(name), p.detach().clone(), persistent=False)
         self._anchor_cache.clear()
@@ -204,8 +222,12 @@ class Composer(nn.Module):
 
     def trainable_state_dict(self) -> dict[str, dict[str, Tensor]]:
         """Checkpoint state: ``{"trainable": {...}, "anchor": {...}}`` (no backbone weights)."""
-        return {"trainable": {n: p.detach().clone() for n, p in self.named_trainable_parameters()},
-                "anchor": {n: getattr(self._anchor, _mangle(n)).clone() for n, _ in self.named_trainable_parameters()}}
+        return {
+            "trainable": {n: p.detach().clone() for n, p in self.named_trainable_parameters()},
+            "anchor": {
+                n: getattr(self._anchor, _mangle(n)).clone() for n, _ in self.named_trainable_parameters()
+            },
+        }
 
     @torch.no_grad()
     def load_trainable_state_dict(self, state: dict[str, dict[str, Tensor]]) -> None:
@@ -217,7 +239,9 @@ class Composer(nn.Module):
                 raise ValueError(f"composer state {part!r} does not match this composer's parameters")
             for n, p in named.items():
                 if tuple(got[n].shape) != tuple(p.shape):
-                    raise ValueError(f"composer state {part}.{n}: shape {tuple(got[n].shape)} != {tuple(p.shape)}")
+                    raise ValueError(
+                        f"composer state {part}.{n}: shape {tuple(got[n].shape)} != {tuple(p.shape)}"
+                    )
         for n, p in named.items():
             p.copy_(state["trainable"][n])
             getattr(self._anchor, _mangle(n)).copy_(state["anchor"][n])
@@ -231,16 +255,20 @@ class Composer(nn.Module):
         """
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        hidden = self.backbone.get_decoder()(input_ids=input_ids, attention_mask=attention_mask,
-                                             use_cache=False).last_hidden_state
+        hidden = self.backbone.get_decoder()(
+            input_ids=input_ids, attention_mask=attention_mask, use_cache=False
+        ).last_hidden_state
         return self.qformer(hidden, attention_mask.bool())
 
     def encoder_ids(self, task: str, experience: str) -> list[int]:
         """Token ids the encoder reads for one pair: task prefix (tokenised alone) + experience."""
         if self.tokenizer is None:
             raise ValueError("Composer.encode needs a tokenizer; pass one or call the composer on ids")
-        ids = encode_text(self.tokenizer, self.cfg.task_prefix.replace("{task}", task)) \
-            if self.cfg.task_conditional else []
+        ids = (
+            encode_text(self.tokenizer, self.cfg.task_prefix.replace("{task}", task))
+            if self.cfg.task_conditional
+            else []
+        )
         ids += encode_text(self.tokenizer, experience)
         if not ids:
             raise ValueError("an empty encoder input (empty task prefix and experience)")
@@ -252,24 +280,27 @@ class Composer(nn.Module):
         out: list[Tensor] = []
         step = max(1, self.cfg.encode_batch_size)
         for i in range(0, len(seqs), step):
-            chunk = seqs[i:i + step]
+            chunk = seqs[i : i + step]
             width = max(len(s) for s in chunk)
             ids = torch.zeros(len(chunk), width, dtype=torch.long, device=device)
             mask = torch.zeros(len(chunk), width, dtype=torch.long, device=device)
             for r, s in enumerate(chunk):
-                ids[r, :len(s)] = torch.tensor(s, dtype=torch.long)
-                mask[r, :len(s)] = 1
+                ids[r, : len(s)] = torch.tensor(s, dtype=torch.long)
+                mask[r, : len(s)] = 1
             if anchor:
                 with torch.no_grad():
-                    params = {n: getattr(self._anchor, _mangle(n)) for n, _ in self.named_trainable_parameters()}
+                    params = {
+                        n: getattr(self._anchor, _mangle(n)) for n, _ in self.named_trainable_parameters()
+                    }
                     lat = torch.func.functional_call(self, params, (ids, mask), strict=False)
             else:
                 lat = self(ids, mask)
             out.extend(lat.unbind(0))
         return out
 
-    def encode(self, tasks: Sequence[str], experiences: Sequence[Sequence[str]], *,
-               anchor: bool = False) -> list[Tensor]:
+    def encode(
+        self, tasks: Sequence[str], experiences: Sequence[Sequence[str]], *, anchor: bool = False
+    ) -> list[Tensor]:
         """Latent context per task: ``[len(experiences[i]) * n_latents, d]``, in retrieval order.
 
         ``anchor=True`` gives c_phi0 (the snapshot from :meth:`set_anchor`, without gradients).
@@ -277,7 +308,9 @@ class Composer(nn.Module):
         """
         if len(tasks) != len(experiences):
             raise ValueError(f"{len(tasks)} tasks but {len(experiences)} experience lists")
-        pairs = [(t if self.cfg.task_conditional else "", e) for t, exps in zip(tasks, experiences) for e in exps]
+        pairs = [
+            (t if self.cfg.task_conditional else "", e) for t, exps in zip(tasks, experiences) for e in exps
+        ]
         if anchor:
             flat = self._anchor_latents(pairs)
         else:
@@ -286,16 +319,18 @@ class Composer(nn.Module):
         d = self.qformer.d
         for exps in experiences:
             n = len(exps)
-            out.append(torch.cat(flat[k:k + n], dim=0) if n else
-                       self.qformer.queries.new_zeros(0, d))
+            out.append(torch.cat(flat[k : k + n], dim=0) if n else self.qformer.queries.new_zeros(0, d))
             k += n
         return out
 
     def _anchor_latents(self, pairs: list[tuple[str, str]]) -> list[Tensor]:
         cache, limit = self._anchor_cache, self.cfg.anchor_cache_entries
         missing = list(dict.fromkeys(p for p in pairs if p not in cache))
-        fresh = dict(zip(missing, self._encode_ids([self.encoder_ids(t, e) for t, e in missing], True))) \
-            if missing else {}
+        fresh = (
+            dict(zip(missing, self._encode_ids([self.encoder_ids(t, e) for t, e in missing], True)))
+            if missing
+            else {}
+        )
         out = [cache[p] if p in cache else fresh[p] for p in pairs]
         for p, lat in fresh.items():
             if limit > 0:
@@ -321,7 +356,8 @@ class Composer(nn.Module):
                 p.requires_grad_(f)
 
     def teacher_forward(self, **kwargs: Any) -> Any:
-        """The frozen teacher's forward (adapter disabled): ``inputs_embeds=``/``input_ids=``, ``attention_mask=``...
+        """The frozen teacher's forward (adapter disabled); kwargs as for the causal LM
+        (``inputs_embeds=`` or ``input_ids=``, ``attention_mask=``...).
 
         Gradients flow into ``inputs_embeds`` (the latents) but never into the backbone.
         """

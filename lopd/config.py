@@ -25,7 +25,8 @@ class DistillConfig:
     top_k: int = 20
     """Teacher top-k token ids kept per supervised position; the rest is one tail bucket."""
     direction: Literal["reverse", "forward"] = "reverse"
-    """``reverse`` = KL(student || teacher) (LOPD, SDPO); ``forward`` = KL(teacher || student) (OPSD, SDFT)."""
+    """``reverse`` = KL(student || teacher) (LOPD, SDPO); ``forward`` = KL(teacher || student)
+    (OPSD, SDFT)."""
     full_vocab: bool = False
     """Use the full vocabulary instead of top-k + tail (METHOD: OPSD and SDFT use the full vocabulary)."""
     reduction: Reduction = "global_tokens"
@@ -83,8 +84,9 @@ class EncoderLoRAConfig:
     """LoRA alpha (scale alpha / r)."""
     dropout: float = 0.0
     """LoRA dropout."""
-    target_modules: list[str] = field(default_factory=lambda: [
-        "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
+    target_modules: list[str] = field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    )
     """Projection modules that get an adapter."""
     adapter_name: str = "composer"
     """peft adapter name."""

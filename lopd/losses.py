@@ -34,6 +34,7 @@ Direction = Literal["reverse", "forward"]
 
 # ---------------------------------------------------------------------------- log-probabilities
 
+
 def log_probs_at(logits: Tensor, ids: Tensor) -> Tensor:
     """Full-vocabulary fp32 log-softmax of ``logits`` [..., V] gathered at ``ids`` [..., k] -> [..., k].
 
@@ -91,8 +92,10 @@ def bucket_kl(p_logp: Tensor, q_logp: Tensor) -> Tensor:
 
 # ------------------------------------------------------------------------------- per-token KLs
 
-def topk_tail_kl(student_logits: Tensor, teacher_ids: Tensor, teacher_logp: Tensor,
-                 direction: Direction = "reverse") -> Tensor:
+
+def topk_tail_kl(
+    student_logits: Tensor, teacher_ids: Tensor, teacher_logp: Tensor, direction: Direction = "reverse"
+) -> Tensor:
     """Per-token KL over the teacher's top-k buckets plus one tail bucket -> [...].
 
     ``student_logits`` [..., V]; ``teacher_ids``, ``teacher_logp`` [..., k] from :func:`teacher_topk`.
@@ -113,8 +116,14 @@ def full_kl(student_logits: Tensor, teacher_logits: Tensor, direction: Direction
     return bucket_kl(s, t) if direction == "reverse" else bucket_kl(t, s)
 
 
-def distill_per_token(student_logits: Tensor, cfg: DistillConfig, *, teacher_ids: Tensor | None = None,
-                      teacher_logp: Tensor | None = None, teacher_logits: Tensor | None = None) -> Tensor:
+def distill_per_token(
+    student_logits: Tensor,
+    cfg: DistillConfig,
+    *,
+    teacher_ids: Tensor | None = None,
+    teacher_logp: Tensor | None = None,
+    teacher_logits: Tensor | None = None,
+) -> Tensor:
     """The per-token distillation KL that ``cfg`` names (direction, top-k + tail or full vocabulary).
 
     Top-k needs ``teacher_ids`` + ``teacher_logp`` (what teacher scoring kept) or ``teacher_logits``;
@@ -132,6 +141,7 @@ def distill_per_token(student_logits: Tensor, cfg: DistillConfig, *, teacher_ids
 
 
 # ---------------------------------------------------------------------------------- reductions
+
 
 def _as_mask(mask: Tensor, like: Tensor) -> Tensor:
     if mask.shape != like.shape:
@@ -157,8 +167,11 @@ def token_mean(values: Tensor, mask: Tensor, count: float | Tensor | None = None
     tensor(0.5000)
     """
     total = masked_sum(values, mask)
-    n = _as_mask(mask, values).sum() if count is None else torch.as_tensor(count, dtype=total.dtype,
-                                                                             device=total.device)
+    n = (
+        _as_mask(mask, values).sum()
+        if count is None
+        else torch.as_tensor(count, dtype=total.dtype, device=total.device)
+    )
     return total / n.clamp(min=1)  # no tokens: the sum is 0 as well
 
 
@@ -168,8 +181,13 @@ def sequence_mean(values: Tensor, mask: Tensor) -> Tensor:
     return (values * m).sum(-1) / m.sum(-1).clamp(min=1)
 
 
-def reduce_tokens(values: Tensor, mask: Tensor, reduction: Reduction = "global_tokens",
-                  count: float | Tensor | None = None, n_sequences: float | Tensor | None = None) -> Tensor:
+def reduce_tokens(
+    values: Tensor,
+    mask: Tensor,
+    reduction: Reduction = "global_tokens",
+    count: float | Tensor | None = None,
+    n_sequences: float | Tensor | None = None,
+) -> Tensor:
     """Reduce per-token ``values`` [B, N] to a scalar loss.
 
     ``global_tokens``: :func:`token_mean` with ``count``. ``per_sequence``: the sum of per-row means
@@ -181,16 +199,27 @@ def reduce_tokens(values: Tensor, mask: Tensor, reduction: Reduction = "global_t
     if reduction == "per_sequence":
         per_row = sequence_mean(values, mask)
         has = (_as_mask(mask, values).sum(-1) > 0).to(per_row.dtype)
-        n = has.sum() if n_sequences is None else torch.as_tensor(n_sequences, dtype=per_row.dtype,
-                                                                   device=per_row.device)
+        n = (
+            has.sum()
+            if n_sequences is None
+            else torch.as_tensor(n_sequences, dtype=per_row.dtype, device=per_row.device)
+        )
         return (per_row * has).sum() / n.clamp(min=1)
     raise ValueError(f"unknown reduction {reduction!r}")
 
 
 # ------------------------------------------------------------------------------------- RL losses
 
-def group_advantages(rewards: Tensor, group_size: int | None = None, group_ids: Tensor | None = None, *,
-                     scale_by_std: bool = True, unbiased: bool = True, eps: float = 1e-6) -> Tensor:
+
+def group_advantages(
+    rewards: Tensor,
+    group_size: int | None = None,
+    group_ids: Tensor | None = None,
+    *,
+    scale_by_std: bool = True,
+    unbiased: bool = True,
+    eps: float = 1e-6,
+) -> Tensor:
     """GRPO's group-normalised advantages: (r - mean_g) / (std_g + eps), one per rollout.
 
     Groups are consecutive blocks of ``group_size`` rollouts, or given by ``group_ids`` [N]. A
@@ -227,9 +256,17 @@ def k3_kl(logp: Tensor, ref_logp: Tensor) -> Tensor:
     return torch.exp(d) - d - 1
 
 
-def ppo_clip_loss(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor, *,
-                  clip_low: float = 0.2, clip_high: float = 0.2, reduction: Reduction = "global_tokens",
-                  count: float | Tensor | None = None) -> tuple[Tensor, dict[str, float]]:
+def ppo_clip_loss(
+    logp: Tensor,
+    old_logp: Tensor,
+    advantages: Tensor,
+    mask: Tensor,
+    *,
+    clip_low: float = 0.2,
+    clip_high: float = 0.2,
+    reduction: Reduction = "global_tokens",
+    count: float | Tensor | None = None,
+) -> tuple[Tensor, dict[str, float]]:
     """PPO clipped surrogate over tokens: mean of -min(rho A, clip(rho, 1-low, 1+high) A).
 
     ``logp``, ``old_logp`` [B, N] at the sampled tokens; ``advantages`` [B] (per rollout) or
@@ -244,21 +281,39 @@ def ppo_clip_loss(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tens
     per_token = -torch.minimum(unclipped, clipped)
     loss = reduce_tokens(per_token, mask, reduction, count)
     with torch.no_grad():
-        stats = {"clip_fraction": float(token_mean((clipped < unclipped).float(), mask)),
-                 "ratio_mean": float(token_mean(ratio, mask))}
+        stats = {
+            "clip_fraction": float(token_mean((clipped < unclipped).float(), mask)),
+            "ratio_mean": float(token_mean(ratio, mask)),
+        }
     return loss, stats
 
 
-def grpo_loss(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor, cfg: GRPOLossConfig,
-              ref_logp: Tensor | None = None, count: float | Tensor | None = None) -> tuple[Tensor, dict[str, float]]:
+def grpo_loss(
+    logp: Tensor,
+    old_logp: Tensor,
+    advantages: Tensor,
+    mask: Tensor,
+    cfg: GRPOLossConfig,
+    ref_logp: Tensor | None = None,
+    count: float | Tensor | None = None,
+) -> tuple[Tensor, dict[str, float]]:
     """PPO clip loss plus ``cfg.kl_coef`` x k3 KL to the reference (when ``ref_logp`` is given).
 
-    >>> lp = torch.zeros(1, 2); loss, _ = grpo_loss(lp, lp, torch.tensor([1.0]), torch.ones(1, 2), GRPOLossConfig())
+    >>> lp = torch.zeros(1, 2)
+    >>> loss, _ = grpo_loss(lp, lp, torch.tensor([1.0]), torch.ones(1, 2), GRPOLossConfig())
     >>> float(loss)
     -1.0
     """
-    loss, stats = ppo_clip_loss(logp, old_logp, advantages, mask, clip_low=cfg.clip_low,
-                                clip_high=cfg.clip_high, reduction=cfg.reduction, count=count)
+    loss, stats = ppo_clip_loss(
+        logp,
+        old_logp,
+        advantages,
+        mask,
+        clip_low=cfg.clip_low,
+        clip_high=cfg.clip_high,
+        reduction=cfg.reduction,
+        count=count,
+    )
     if cfg.kl_coef:
         if ref_logp is None:
             raise ValueError("kl_coef > 0 needs the reference log-probs")

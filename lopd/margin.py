@@ -45,8 +45,15 @@ def outcome_advantage(rewards: Tensor) -> Tensor:
     return 2.0 * rewards - 1.0
 
 
-def composer_kl(teacher_logits: Tensor, student_logits: Tensor | None, mask: Tensor, *, top_k: int = 20,
-                topk_ids: Tensor | None = None, student_topk_logp: Tensor | None = None) -> Tensor:
+def composer_kl(
+    teacher_logits: Tensor,
+    student_logits: Tensor | None,
+    mask: Tensor,
+    *,
+    top_k: int = 20,
+    topk_ids: Tensor | None = None,
+    student_topk_logp: Tensor | None = None,
+) -> Tensor:
     """kl_i: per-rollout mean over tokens of KL(student.detach || teacher_phi) -> [B].
 
     ``teacher_logits`` [B, N, V] at aligned supervised positions. Buckets: the teacher's top-k ids
@@ -108,10 +115,21 @@ class ComposerTerms:
     """anchor_i (gradients into the latents)."""
 
 
-def composer_terms(teacher_logits: Tensor, student_logits: Tensor | None, targets: Tensor, mask: Tensor,
-                   rewards: Tensor, latents: Sequence[Tensor] | Tensor, anchor_latents: Sequence[Tensor] | Tensor,
-                   *, top_k: int = 20, topk_ids: Tensor | None = None, student_topk_logp: Tensor | None = None,
-                   student_logp: Tensor | None = None, action_mask: Tensor | None = None) -> ComposerTerms:
+def composer_terms(
+    teacher_logits: Tensor,
+    student_logits: Tensor | None,
+    targets: Tensor,
+    mask: Tensor,
+    rewards: Tensor,
+    latents: Sequence[Tensor] | Tensor,
+    anchor_latents: Sequence[Tensor] | Tensor,
+    *,
+    top_k: int = 20,
+    topk_ids: Tensor | None = None,
+    student_topk_logp: Tensor | None = None,
+    student_logp: Tensor | None = None,
+    action_mask: Tensor | None = None,
+) -> ComposerTerms:
     """All three per-rollout terms from aligned [B, N, ...] teacher logits (with gradients).
 
     ``targets`` [B, N] are the sampled tokens; ``mask`` [B, N] the supervised positions;
@@ -124,20 +142,31 @@ def composer_terms(teacher_logits: Tensor, student_logits: Tensor | None, target
     adv = outcome_advantage(rewards).to(dev)
     targets, mask = targets.to(dev), mask.to(dev)
     action_mask = mask if action_mask is None else action_mask.to(dev)
-    kl = composer_kl(teacher_logits, student_logits, mask, top_k=top_k, topk_ids=topk_ids,
-                     student_topk_logp=student_topk_logp)
+    kl = composer_kl(
+        teacher_logits,
+        student_logits,
+        mask,
+        top_k=top_k,
+        topk_ids=topk_ids,
+        student_topk_logp=student_topk_logp,
+    )
     if student_logp is None:
         if student_logits is None:
             raise ValueError("Delta needs student_logits or student_logp")
         student_logp = token_log_probs(student_logits.detach().to(dev), targets)
-    delta = privileged_margin(token_log_probs(teacher_logits, targets), student_logp.to(dev), action_mask, adv)
+    delta = privileged_margin(
+        token_log_probs(teacher_logits, targets), student_logp.to(dev), action_mask, adv
+    )
     return ComposerTerms(kl=kl, delta=delta, anchor=anchor_penalty(latents, anchor_latents).to(dev))
 
 
-def composer_loss(terms: ComposerTerms, beta: float, cfg: MarginConfig | None = None) -> tuple[Tensor, dict[str, float]]:
+def composer_loss(
+    terms: ComposerTerms, beta: float, cfg: MarginConfig | None = None
+) -> tuple[Tensor, dict[str, float]]:
     """mean_i [kl_i + beta * (m - Delta_i) + lambda * anchor_i] and its parts as floats.
 
-    >>> t = ComposerTerms(kl=torch.tensor([0.5, 0.1]), delta=torch.tensor([0.2, -0.1]), anchor=torch.tensor([1.0, 0.0]))
+    >>> t = ComposerTerms(kl=torch.tensor([0.5, 0.1]), delta=torch.tensor([0.2, -0.1]),
+    ...                   anchor=torch.tensor([1.0, 0.0]))
     >>> loss, _ = composer_loss(t, beta=2.0, cfg=MarginConfig(margin=0.05, anchor_weight=0.2))
     >>> round(float(loss), 6)  # (0.5 + 2*(0.05-0.2) + 0.2) / 2 + (0.1 + 2*(0.05+0.1)) / 2
     0.4
@@ -146,9 +175,13 @@ def composer_loss(terms: ComposerTerms, beta: float, cfg: MarginConfig | None = 
     per = terms.kl + beta * (cfg.margin - terms.delta) + cfg.anchor_weight * terms.anchor
     loss = per.mean() if per.numel() else per.sum()
     with torch.no_grad():
-        stats = {"composer_loss": float(loss), "kl": float(terms.kl.mean()) if per.numel() else 0.0,
-                 "delta": float(terms.delta.mean()) if per.numel() else 0.0,
-                 "anchor": float(terms.anchor.mean()) if per.numel() else 0.0, "beta": float(beta)}
+        stats = {
+            "composer_loss": float(loss),
+            "kl": float(terms.kl.mean()) if per.numel() else 0.0,
+            "delta": float(terms.delta.mean()) if per.numel() else 0.0,
+            "anchor": float(terms.anchor.mean()) if per.numel() else 0.0,
+            "beta": float(beta),
+        }
     return loss, stats
 
 
@@ -169,7 +202,7 @@ class DualVariable:
             raise ValueError(f"beta_init must be >= 0, got {self.value}")
 
     def mean_delta(self, delta: Tensor, token_counts: Tensor | None = None) -> float:
-        """Mean Delta over rollouts (paper) or weighted by ``token_counts`` (``dual_mean="token_weighted"``)."""
+        """Mean Delta over rollouts (paper), or weighted by ``token_counts`` (``token_weighted``)."""
         delta = delta.detach().double()
         if delta.numel() == 0:
             raise ValueError("no Delta to update the dual variable with")

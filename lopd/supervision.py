@@ -54,7 +54,9 @@ class Alignment:
 
     def to(self, device: torch.device | str) -> Alignment:
         """The same alignment with its tensors on ``device``."""
-        return Alignment(*(t.to(device) for t in (self.student_pos, self.teacher_pos, self.targets, self.mask)))
+        return Alignment(
+            *(t.to(device) for t in (self.student_pos, self.teacher_pos, self.targets, self.mask))
+        )
 
     def _gather(self, x: Tensor, pos: Tensor) -> Tensor:
         if x.shape[0] != pos.shape[0]:
@@ -89,8 +91,9 @@ def supervised_indices(ids: Sequence[int], mask: Sequence[int]) -> list[int]:
     return idx
 
 
-def align_supervision(student_ids: Rows, student_mask: Rows, teacher_ids: Rows, teacher_mask: Rows, *,
-                      check_tokens: bool = True) -> Alignment:
+def align_supervision(
+    student_ids: Rows, student_mask: Rows, teacher_ids: Rows, teacher_mask: Rows, *, check_tokens: bool = True
+) -> Alignment:
     """Pair the i-th supervised token of each student row with the i-th of its teacher row.
 
     Rows may have different lengths (lists) or be right-padded tensors with masks false at the
@@ -109,7 +112,9 @@ def align_supervision(student_ids: Rows, student_mask: Rows, teacher_ids: Rows, 
         except AlignmentError as e:
             raise AlignmentError(f"row {b}: {e}") from None
         if len(s_idx) != len(t_idx):
-            raise AlignmentError(f"row {b}: the student supervises {len(s_idx)} tokens, the teacher {len(t_idx)}")
+            raise AlignmentError(
+                f"row {b}: the student supervises {len(s_idx)} tokens, the teacher {len(t_idx)}"
+            )
         tokens = [si[j] for j in s_idx]
         if check_tokens and tokens != [ti[j] for j in t_idx]:
             raise AlignmentError(f"row {b}: the supervised tokens of student and teacher differ")

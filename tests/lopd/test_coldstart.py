@@ -1,4 +1,5 @@
 """Cold start: NLL through the frozen base with latents injected, assistant tokens only."""
+
 import doctest
 import math
 
@@ -36,8 +37,16 @@ def tiny_backbone(seed=0):
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     torch.manual_seed(seed)
-    cfg = Qwen3Config(vocab_size=64, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, initializer_range=0.1)
+    cfg = Qwen3Config(
+        vocab_size=64,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        initializer_range=0.1,
+    )
     return Qwen3ForCausalLM(cfg).eval()
 
 
@@ -47,7 +56,9 @@ class CharTokenizer:
 
 
 def make_composer():
-    return Composer(tiny_backbone(), CharTokenizer(), ComposerConfig(qformer=QFormerConfig(n_latents=NL, depth=2)))
+    return Composer(
+        tiny_backbone(), CharTokenizer(), ComposerConfig(qformer=QFormerConfig(n_latents=NL, depth=2))
+    )
 
 
 def example(task, experiences, prompt, answer):
@@ -60,10 +71,12 @@ def example(task, experiences, prompt, answer):
 
 
 def examples():
-    return [example("buy apples", ["went to shop", "paid"], [5, 6, 7], [20, 21, 22, 23]),
-            example("sell pears", ["listed pears"], [8, 9], [30, 31]),
-            example("count", ["one two three", "four", "five"], [10], [40, 41, 42]),
-            example("wait", ["idle"], [11, 12, 13, 14], [50])]
+    return [
+        example("buy apples", ["went to shop", "paid"], [5, 6, 7], [20, 21, 22, 23]),
+        example("sell pears", ["listed pears"], [8, 9], [30, 31]),
+        example("count", ["one two three", "four", "five"], [10], [40, 41, 42]),
+        example("wait", ["idle"], [11, 12, 13, 14], [50]),
+    ]
 
 
 def test_next_token_nll_by_hand():
@@ -124,7 +137,7 @@ def test_micro_batches_with_global_count_match_one_batch():
         total = sum(e.n_supervised for e in exs)
         opt.zero_grad()
         for i in range(0, len(exs), mb):
-            coldstart_loss(c, exs[i:i + mb], count=total)[0].backward()
+            coldstart_loss(c, exs[i : i + mb], count=total)[0].backward()
         grads.append([p.grad.clone() for p in c.trainable_parameters()])
         stats = coldstart_step(c, exs, opt, cfg)
         assert stats["tokens"] == total and stats["skipped"] == 0.0
@@ -159,12 +172,17 @@ def test_grad_clipping_global_or_per_group():
     groups = c.parameter_groups()
     norms = clip_composer_grads(c, 3.0, qformer_grad_clip=30.0)
     assert set(norms) == {"lora_grad_norm", "qformer_grad_norm"}
-    after = lambda ps: float(torch.nn.utils.get_total_norm([p.grad for p in ps if p.grad is not None]))
+
+    def after(ps):
+        return float(torch.nn.utils.get_total_norm([p.grad for p in ps if p.grad is not None]))
+
     if norms["lora_grad_norm"] > 3.0:
         assert after(groups["lora"]) == pytest.approx(3.0, rel=1e-3)
     assert norms["qformer_grad_norm"] > 30.0 and after(groups["qformer"]) == pytest.approx(30.0, rel=1e-3)
     one = clip_composer_grads(c, 1.0)
-    assert set(one) == {"grad_norm"} and after(groups["lora"] + groups["qformer"]) == pytest.approx(1.0, rel=1e-3)
+    assert set(one) == {"grad_norm"} and after(groups["lora"] + groups["qformer"]) == pytest.approx(
+        1.0, rel=1e-3
+    )
 
 
 def test_step_without_supervised_tokens_is_skipped():

@@ -1,4 +1,5 @@
 """QFormer and Composer: structure as METHOD.md states it, encoding, teacher bypass, anchor, state."""
+
 import copy
 import math
 
@@ -18,8 +19,16 @@ def tiny_backbone(seed=0):
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     torch.manual_seed(seed)
-    cfg = Qwen3Config(vocab_size=300, hidden_size=D, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, initializer_range=0.1)
+    cfg = Qwen3Config(
+        vocab_size=300,
+        hidden_size=D,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        initializer_range=0.1,
+    )
     return Qwen3ForCausalLM(cfg).eval()
 
 
@@ -37,6 +46,7 @@ def make_composer(n_latents=4, depth=8, **kw):
 
 # ------------------------------------------------------------------------------------ QFormer
 
+
 def reference_qformer(q: QFormer, h: torch.Tensor) -> torch.Tensor:
     """METHOD.md's QFormer written out independently (scores scaled once by 1/sqrt(dh))."""
     attn, ff = q.attn[0], q.ff[0]
@@ -48,13 +58,17 @@ def reference_qformer(q: QFormer, h: torch.Tensor) -> torch.Tensor:
         qq = ln @ attn.to_q.weight.T
         kv = torch.cat([xn, ln], 1) @ attn.to_kv.weight.T
         k, v = kv[..., :D], kv[..., D:]
-        split = lambda t: t.reshape(t.shape[0], t.shape[1], H, dh)
+
+        def split(t):
+            return t.reshape(t.shape[0], t.shape[1], H, dh)
+
         scores = torch.einsum("bmhd,bnhd->bhmn", split(qq), split(k)) / math.sqrt(dh)
         out = torch.einsum("bhmn,bnhd->bmhd", scores.softmax(-1), split(v)).reshape(lat.shape)
         lat = out @ attn.to_out.weight.T + lat
         lat = ff(lat) + lat
-    return torch.nn.functional.layer_norm(lat @ q.proj_out.weight.T + q.proj_out.bias, (D,),
-                                          q.norm_out.weight, q.norm_out.bias)
+    return torch.nn.functional.layer_norm(
+        lat @ q.proj_out.weight.T + q.proj_out.bias, (D,), q.norm_out.weight, q.norm_out.bias
+    )
 
 
 def test_qformer_matches_the_method_description():
@@ -100,6 +114,7 @@ def test_qformer_mask_ignores_padding_and_softmax_runs_in_fp32():
 
 # ------------------------------------------------------------------------------------ Composer
 
+
 def test_composer_lora_on_all_projections_and_frozen_backbone():
     c = make_composer()
     lora_a = [n for n, _ in c.named_parameters() if "lora_A" in n]
@@ -118,7 +133,9 @@ def test_encode_reads_task_prefix_plus_experience_and_uses_final_norm_hidden_sta
     c = make_composer()
     tok = CharTokenizer()
     ids = c.encoder_ids("buy", "did X")
-    assert ids == encode_text(tok, "Task to solve:\nbuy\n\nReference past trajectory:\n") + encode_text(tok, "did X")
+    assert ids == encode_text(tok, "Task to solve:\nbuy\n\nReference past trajectory:\n") + encode_text(
+        tok, "did X"
+    )
     with torch.no_grad():
         for n, p in c.named_trainable_parameters():  # make the LoRA non-trivial
             if "lora_B" in n:
@@ -251,17 +268,46 @@ def test_configs_load_with_overrides_and_document_every_field():
     from harness.config import field_docs, load_config
 
     assert doctest.testmod(C).failed == 0
-    cfg = load_config(C.LOPDConfig, overrides=["margin.margin=0", "composer.qformer.n_latents=16", "n_retrieved=1",
-                                               "margin.dual_mean=token_weighted", "coldstart.qformer_grad_clip=30"])
+    cfg = load_config(
+        C.LOPDConfig,
+        overrides=[
+            "margin.margin=0",
+            "composer.qformer.n_latents=16",
+            "n_retrieved=1",
+            "margin.dual_mean=token_weighted",
+            "coldstart.qformer_grad_clip=30",
+        ],
+    )
     assert (cfg.margin.margin, cfg.n_latents_total, cfg.coldstart.qformer_grad_clip) == (0.0, 16, 30.0)
     assert cfg.margin.dual_mean == "token_weighted"
     defaults = C.LOPDConfig()
-    assert (defaults.margin.margin, defaults.margin.anchor_weight, defaults.margin.dual_lr, defaults.margin.beta_init) \
-        == (0.05, 0.2, 0.5, 0.0)
-    assert (defaults.composer.lora.r, defaults.composer.lora.alpha, defaults.composer.lora.dropout) == (8, 16, 0.0)
+    assert (
+        defaults.margin.margin,
+        defaults.margin.anchor_weight,
+        defaults.margin.dual_lr,
+        defaults.margin.beta_init,
+    ) == (0.05, 0.2, 0.5, 0.0)
+    assert (defaults.composer.lora.r, defaults.composer.lora.alpha, defaults.composer.lora.dropout) == (
+        8,
+        16,
+        0.0,
+    )
     assert (defaults.composer.qformer.depth, defaults.n_latents_total, defaults.distill.top_k) == (8, 96, 20)
-    assert (defaults.coldstart.steps, defaults.coldstart.batch_size, defaults.coldstart.grad_clip) == (1000, 8, 3.0)
-    for cls in (C.DistillConfig, C.GRPOLossConfig, C.QFormerConfig, C.EncoderLoRAConfig, C.ComposerConfig,
-                C.MarginConfig, C.OptimConfig, C.ColdStartConfig, C.LOPDConfig):
+    assert (defaults.coldstart.steps, defaults.coldstart.batch_size, defaults.coldstart.grad_clip) == (
+        1000,
+        8,
+        3.0,
+    )
+    for cls in (
+        C.DistillConfig,
+        C.GRPOLossConfig,
+        C.QFormerConfig,
+        C.EncoderLoRAConfig,
+        C.ComposerConfig,
+        C.MarginConfig,
+        C.OptimConfig,
+        C.ColdStartConfig,
+        C.LOPDConfig,
+    ):
         docs = field_docs(cls)
         assert {f.name for f in dataclasses.fields(cls)} == set(docs), cls.__name__

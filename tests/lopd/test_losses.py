@@ -1,4 +1,5 @@
 """Shared losses against values computed by hand on tiny tensors."""
+
 import doctest
 import math
 
@@ -56,7 +57,8 @@ def test_full_kl_by_hand():
     s, t = logits_of([[0.5, 0.5]]), logits_of([[0.25, 0.75]])
     assert float(L.full_kl(s, t)) == pytest.approx(0.5 * math.log(2) + 0.5 * math.log(2 / 3), abs=1e-6)
     assert float(L.full_kl(s, t, "forward")) == pytest.approx(
-        0.25 * math.log(0.5) + 0.75 * math.log(1.5), abs=1e-6)
+        0.25 * math.log(0.5) + 0.75 * math.log(1.5), abs=1e-6
+    )
 
 
 def test_topk_tail_kl_equals_full_kl_when_k_is_the_vocabulary():
@@ -69,8 +71,8 @@ def test_topk_tail_kl_equals_full_kl_when_k_is_the_vocabulary():
         a = L.topk_tail_kl(student, ids, t_logp, direction)
         b = L.full_kl(student, teacher, direction)
         assert torch.allclose(a, b, atol=1e-5), direction
-        ga, = torch.autograd.grad(a.sum(), student)
-        gb, = torch.autograd.grad(b.sum(), student)
+        (ga,) = torch.autograd.grad(a.sum(), student)
+        (gb,) = torch.autograd.grad(b.sum(), student)
         assert torch.allclose(ga, gb, atol=1e-5), direction
     # With k < V the buckets are coarser, so the KL can only shrink (data processing inequality).
     ids5, t5 = L.teacher_topk(teacher, k=5)
@@ -102,9 +104,13 @@ def test_distill_per_token_dispatch():
     torch.manual_seed(2)
     s, t = torch.randn(2, 3, 9), torch.randn(2, 3, 9)
     ids, lp = L.teacher_topk(t, 4)
-    assert torch.equal(L.distill_per_token(s, DistillConfig(top_k=4), teacher_ids=ids, teacher_logp=lp),
-                       L.topk_tail_kl(s, ids, lp))
-    assert torch.equal(L.distill_per_token(s, DistillConfig(top_k=4), teacher_logits=t), L.topk_tail_kl(s, ids, lp))
+    assert torch.equal(
+        L.distill_per_token(s, DistillConfig(top_k=4), teacher_ids=ids, teacher_logp=lp),
+        L.topk_tail_kl(s, ids, lp),
+    )
+    assert torch.equal(
+        L.distill_per_token(s, DistillConfig(top_k=4), teacher_logits=t), L.topk_tail_kl(s, ids, lp)
+    )
     fwd = DistillConfig(direction="forward", full_vocab=True)
     assert torch.equal(L.distill_per_token(s, fwd, teacher_logits=t), L.full_kl(s, t, "forward"))
     with pytest.raises(ValueError):
@@ -134,11 +140,11 @@ def test_global_count_makes_micro_batches_add_up_to_the_full_batch_mean():
     torch.manual_seed(3)
     w = torch.randn(4, 5, requires_grad=True)
     mask = torch.tensor([[1, 1, 1, 0, 0], [1, 0, 0, 0, 0], [1, 1, 1, 1, 1], [0, 0, 0, 0, 0]])
-    full = L.token_mean(w ** 2, mask)
-    g_full, = torch.autograd.grad(full, w)
+    full = L.token_mean(w**2, mask)
+    (g_full,) = torch.autograd.grad(full, w)
     n = mask.sum()
-    parts = sum(L.token_mean(w[i:i + 2] ** 2, mask[i:i + 2], count=n) for i in (0, 2))
-    g_parts, = torch.autograd.grad(parts, w)
+    parts = sum(L.token_mean(w[i : i + 2] ** 2, mask[i : i + 2], count=n) for i in (0, 2))
+    (g_parts,) = torch.autograd.grad(parts, w)
     assert torch.allclose(full, parts) and torch.allclose(g_full, g_parts)
 
 
@@ -150,7 +156,7 @@ def test_ppo_clip_loss_by_hand():
     loss, stats = L.ppo_clip_loss(logp, old, torch.tensor([1.0]), mask)
     assert float(loss.detach()) == pytest.approx(-(1.2 + 0.5 + 1.0) / 3, abs=1e-6)
     assert stats["clip_fraction"] == pytest.approx(1 / 3)
-    g, = torch.autograd.grad(loss, logp)
+    (g,) = torch.autograd.grad(loss, logp)
     assert float(g[0, 0]) == 0.0 and float(g[0, 1]) != 0.0  # the clipped token passes no gradient
     # A = -1: -min(-r, -clip(r)) = [1.5, 0.8, 1.0]
     loss, _ = L.ppo_clip_loss(logp, old, torch.tensor([-1.0]), mask)
@@ -165,13 +171,17 @@ def test_group_advantages_on_a_hand_made_group():
     adv = L.group_advantages(r, group_size=4)
     s = math.sqrt(4 * 0.25 / 3)  # Bessel-corrected std of [1, 0, 0, 1]
     a = 0.5 / (s + 1e-6)  # = 0.866 for mean 0.5
-    assert adv[:4].tolist() == pytest.approx([a, -a, -a, a], abs=1e-5) and a == pytest.approx(0.866025, abs=1e-5)
+    assert adv[:4].tolist() == pytest.approx([a, -a, -a, a], abs=1e-5) and a == pytest.approx(
+        0.866025, abs=1e-5
+    )
     assert adv[4:].tolist() == [0.0] * 4  # an all-equal group carries no signal
     pop = L.group_advantages(r[:4], group_size=4, unbiased=False)
     assert pop.tolist() == pytest.approx([1.0, -1.0, -1.0, 1.0], abs=1e-5)
     centred = L.group_advantages(torch.tensor([2.0, 0.0, 1.0]), group_size=3, scale_by_std=False)
     assert centred.tolist() == pytest.approx([1.0, -1.0, 0.0])
-    by_id = L.group_advantages(torch.tensor([1.0, 5.0, 0.0, 5.0]), group_ids=torch.tensor([0, 1, 0, 1]), unbiased=False)
+    by_id = L.group_advantages(
+        torch.tensor([1.0, 5.0, 0.0, 5.0]), group_ids=torch.tensor([0, 1, 0, 1]), unbiased=False
+    )
     assert by_id.tolist() == pytest.approx([1.0, 0.0, -1.0, 0.0], abs=1e-5)
     assert L.group_advantages(torch.tensor([0.7]), group_size=1).tolist() == [0.0]
     with pytest.raises(ValueError):

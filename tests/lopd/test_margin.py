@@ -1,4 +1,5 @@
 """Composer loss, privileged margin, dual variable, anchor; gradient routing; the collapse toy."""
+
 import copy
 import doctest
 
@@ -35,6 +36,7 @@ def one_thread():
 
 
 # ------------------------------------------------------------------------------ terms by hand
+
 
 def test_outcome_advantage():
     assert outcome_advantage(torch.tensor([1.0, 0.0, 0.5])).tolist() == [1.0, -1.0, 0.0]
@@ -94,17 +96,38 @@ def test_composer_terms_from_saved_student_scores_equal_those_from_logits():
     lat = [torch.randn(4, 5), torch.randn(4, 5)]
     ids, _ = teacher_topk(t.detach(), 3)
     full = composer_terms(t, s, targets, mask, torch.tensor([1.0, 0.0]), lat, lat, top_k=3)
-    saved = composer_terms(t, None, targets, mask, torch.tensor([1.0, 0.0]), lat, lat, topk_ids=ids,
-                           student_topk_logp=log_probs_at(s, ids), student_logp=token_log_probs(s, targets))
+    saved = composer_terms(
+        t,
+        None,
+        targets,
+        mask,
+        torch.tensor([1.0, 0.0]),
+        lat,
+        lat,
+        topk_ids=ids,
+        student_topk_logp=log_probs_at(s, ids),
+        student_logp=token_log_probs(s, targets),
+    )
     for a, b in zip((full.kl, full.delta, full.anchor), (saved.kl, saved.delta, saved.anchor)):
         assert torch.allclose(a, b, atol=1e-6)
     with pytest.raises(ValueError):
-        composer_terms(t, None, targets, mask, torch.tensor([1.0, 0.0]), lat, lat, topk_ids=ids,
-                       student_topk_logp=log_probs_at(s, ids))
+        composer_terms(
+            t,
+            None,
+            targets,
+            mask,
+            torch.tensor([1.0, 0.0]),
+            lat,
+            lat,
+            topk_ids=ids,
+            student_topk_logp=log_probs_at(s, ids),
+        )
 
 
 def test_composer_loss_by_hand_uses_the_given_beta():
-    terms = ComposerTerms(kl=torch.tensor([0.3, 0.1]), delta=torch.tensor([0.0, 0.2]), anchor=torch.tensor([0.5, 1.5]))
+    terms = ComposerTerms(
+        kl=torch.tensor([0.3, 0.1]), delta=torch.tensor([0.0, 0.2]), anchor=torch.tensor([0.5, 1.5])
+    )
     cfg = MarginConfig(margin=0.05, anchor_weight=0.2)
     loss, stats = composer_loss(terms, beta=0.0, cfg=cfg)
     assert float(loss) == pytest.approx((0.3 + 0.1) / 2 + 0.2 * 1.0)
@@ -132,7 +155,9 @@ def test_dual_variable_rises_on_violation_and_stays_at_zero_otherwise():
     paper.update(torch.tensor([0.0, -0.4]), torch.tensor([3, 1]))
     code = DualVariable(MarginConfig(margin=0.05, dual_lr=0.5, dual_mean="token_weighted"))
     code.update(torch.tensor([0.0, -0.4]), torch.tensor([3, 1]))
-    assert paper.value == pytest.approx(0.5 * (0.05 + 0.2)) and code.value == pytest.approx(0.5 * (0.05 + 0.1))
+    assert paper.value == pytest.approx(0.5 * (0.05 + 0.2)) and code.value == pytest.approx(
+        0.5 * (0.05 + 0.1)
+    )
     with pytest.raises(ValueError):
         code.update(torch.tensor([0.0]))
     with pytest.raises(ValueError):
@@ -157,12 +182,21 @@ def test_module_doctests():
 
 # ------------------------------------------------------------------------ tiny end-to-end setup
 
+
 def tiny_backbone(vocab=64, init=0.1, seed=0):
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     torch.manual_seed(seed)
-    cfg = Qwen3Config(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, initializer_range=init)
+    cfg = Qwen3Config(
+        vocab_size=vocab,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        initializer_range=init,
+    )
     return Qwen3ForCausalLM(cfg).eval()
 
 
@@ -185,10 +219,14 @@ class Toy:
     def __init__(self, n_latents=8, B=8, P=5, R=6, depth=2, seed=1):
         base = tiny_backbone()
         self.student = copy.deepcopy(base)
-        self.composer = Composer(base, CharTokenizer(), ComposerConfig(qformer=QFormerConfig(n_latents=n_latents, depth=depth)))
+        self.composer = Composer(
+            base, CharTokenizer(), ComposerConfig(qformer=QFormerConfig(n_latents=n_latents, depth=depth))
+        )
         self.NL, self.B = n_latents, B
         g = torch.Generator().manual_seed(seed)
-        seq = torch.cat([torch.full((B, n_latents), self.FILLER), torch.randint(3, 64, (B, P), generator=g)], 1)
+        seq = torch.cat(
+            [torch.full((B, n_latents), self.FILLER), torch.randint(3, 64, (B, P), generator=g)], 1
+        )
         with torch.no_grad():  # responses sampled from the student: on-policy
             for _ in range(R):
                 probs = torch.softmax(self.student(seq).logits[:, -1].float(), -1)
@@ -205,15 +243,22 @@ class Toy:
         return self.composer.encode([self.task], [[self.exp]], anchor=anchor)[0]
 
     def teacher_logits(self, lat):
-        emb = inject_batch(self.composer.input_embeddings()(self.t_ids), [list(range(self.NL))] * self.B, [lat] * self.B)
+        emb = inject_batch(
+            self.composer.input_embeddings()(self.t_ids), [list(range(self.NL))] * self.B, [lat] * self.B
+        )
         return self.al.teacher(self.composer.teacher_forward(inputs_embeds=emb).logits)
 
     def student_logits(self):
         return self.al.student(self.student(self.s_ids).logits)
 
     def coldstart_examples(self):
-        return [ColdStartExample(self.task, [self.exp], self.t_ids[b].tolist(), list(range(self.NL)),
-                                 self.t_mask[b].tolist()) for b in range(self.B) if self.rewards[b] == 1]
+        return [
+            ColdStartExample(
+                self.task, [self.exp], self.t_ids[b].tolist(), list(range(self.NL)), self.t_mask[b].tolist()
+            )
+            for b in range(self.B)
+            if self.rewards[b] == 1
+        ]
 
 
 def test_gradient_routing():
@@ -233,7 +278,9 @@ def test_gradient_routing():
     al = toy.al
     ids, t_logp = teacher_topk(t_logits.detach(), 20)
     student_loss = token_mean(topk_tail_kl(s_logits, ids, t_logp), al.mask)
-    terms = composer_terms(t_logits, s_logits, al.targets, al.mask, toy.rewards, [lat] * toy.B, [anchor_lat] * toy.B)
+    terms = composer_terms(
+        t_logits, s_logits, al.targets, al.mask, toy.rewards, [lat] * toy.B, [anchor_lat] * toy.B
+    )
     m = 0.05
     parts = {"kl": terms.kl.mean(), "margin": (m - terms.delta).mean(), "anchor": terms.anchor.mean()}
     s_params = [p for p in student.parameters()]
@@ -257,7 +304,7 @@ def test_gradient_routing():
     # e.g. no LoRA inside the teacher forward).
     for name in ("kl", "margin"):
         direct = grads(parts[name], c_params)
-        g_lat, = torch.autograd.grad(parts[name], lat, retain_graph=True)
+        (g_lat,) = torch.autograd.grad(parts[name], lat, retain_graph=True)
         chained = torch.autograd.grad(lat, c_params, grad_outputs=g_lat, retain_graph=True, allow_unused=True)
         for n, a, b in zip(c_named, direct, chained):
             if a is None:
@@ -275,6 +322,7 @@ def test_gradient_routing():
 
 # ----------------------------------------------------------------------------- the collapse toy
 
+
 def run_composer(toy, state, margin, steps, lr=5e-2):
     """Composer-only RL steps on fixed on-policy rollouts (the student is held fixed).
 
@@ -289,8 +337,15 @@ def run_composer(toy, state, margin, steps, lr=5e-2):
     hist = []
     for _ in range(steps):
         lat = toy.latents()
-        terms = composer_terms(toy.teacher_logits(lat), s_logits, toy.al.targets, toy.al.mask, toy.rewards,
-                               [lat] * toy.B, [lat.detach()] * toy.B)
+        terms = composer_terms(
+            toy.teacher_logits(lat),
+            s_logits,
+            toy.al.targets,
+            toy.al.mask,
+            toy.rewards,
+            [lat] * toy.B,
+            [lat.detach()] * toy.B,
+        )
         loss, stats = composer_loss(terms, dual.value, cfg)
         opt.zero_grad()
         loss.backward()
@@ -319,7 +374,10 @@ def test_margin_prevents_the_collapse_that_m_zero_allows():
     held = run_composer(toy, state, margin=m, steps=80)
     kl0, d0 = collapse[0]["kl"], collapse[0]["delta"]
     assert d0 > 1.2 * m and held[0]["delta"] == pytest.approx(d0)
-    tail = lambda h, key: sum(s[key] for s in h[-10:]) / 10
+
+    def tail(h, key):
+        return sum(s[key] for s in h[-10:]) / 10
+
     # m = 0: beta stays ~0, the teacher is driven onto the student (KL -> ~0) and the
     # privileged advantage vanishes (Delta -> ~0).
     assert all(s["beta"] == 0.0 for s in collapse[:20])

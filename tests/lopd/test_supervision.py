@@ -1,4 +1,5 @@
 """Supervision-mask alignment between student and teacher sequences."""
+
 import doctest
 
 import pytest
@@ -13,8 +14,16 @@ def tiny_lm(vocab=50):
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     torch.manual_seed(0)
-    cfg = Qwen3Config(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                      num_attention_heads=2, num_key_value_heads=1, head_dim=16, initializer_range=0.2)
+    cfg = Qwen3Config(
+        vocab_size=vocab,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        initializer_range=0.2,
+    )
     return Qwen3ForCausalLM(cfg).eval()
 
 
@@ -60,7 +69,9 @@ def test_misalignment_is_an_error_naming_the_row():
         align_supervision([[1, 2, 3]], [[0, 1, 1]], [[1, 2, 3]], [[0, 0, 1]])
     with pytest.raises(AlignmentError, match="differ"):
         align_supervision([[1, 2, 3]], [[0, 1, 1]], [[1, 2, 4]], [[0, 1, 1]])
-    assert align_supervision([[1, 2, 3]], [[0, 1, 1]], [[1, 2, 4]], [[0, 1, 1]], check_tokens=False).mask.all()
+    assert align_supervision(
+        [[1, 2, 3]], [[0, 1, 1]], [[1, 2, 4]], [[0, 1, 1]], check_tokens=False
+    ).mask.all()
     with pytest.raises(AlignmentError, match="first token"):
         align_supervision([[1, 2]], [[1, 1]], [[1, 2]], [[1, 1]])
     with pytest.raises(AlignmentError, match="mask of"):
@@ -94,7 +105,9 @@ def test_aligned_logits_score_the_supervised_tokens_like_the_hf_loss():
         logits = lm(s_ids).logits
         assert torch.equal(same.student(logits), same.teacher(logits))
         # The LM head applied only at the supervised rows gives the same logits.
-        assert torch.allclose(logits_at(lm, al.teacher_pos, input_ids=t_ids), al.teacher(lm(t_ids).logits), atol=1e-6)
+        assert torch.allclose(
+            logits_at(lm, al.teacher_pos, input_ids=t_ids), al.teacher(lm(t_ids).logits), atol=1e-6
+        )
 
 
 def test_module_doctests():
