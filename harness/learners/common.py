@@ -128,12 +128,12 @@ def with_context(messages: list[dict[str, Any]], context: str, slot: str, framin
 
 
 def prompt_messages(episode: Any) -> list[dict[str, Any]]:
-    """The messages before the first assistant turn (what the student's prompt rendered)."""
+    """Copies of the messages before the first assistant turn (what the student's prompt rendered)."""
     out = []
     for m in episode.messages:
         if m.get("role") == "assistant":
             break
-        out.append(m)
+        out.append(copy.deepcopy(m))
     return out
 
 

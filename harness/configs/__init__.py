@@ -1,0 +1,1 @@
+"""Example training configs (package data): ``lopd train --example NAME``."""
