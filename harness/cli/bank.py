@@ -24,13 +24,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                    help="BankConfig overrides, e.g. min_reward=0.8 embed_text=task index=hnsw")
     b.add_argument("--force", action="store_true", help="replace an existing bank at --out")
-    b.set_defaults(func=_build)
+    b.set_defaults(func=_user_errors(_build))
 
     a = sub.add_parser("add", help="add trace files to a bank without rebuilding it")
     a.add_argument("dir", metavar="DIR")
     a.add_argument("--traces", nargs="+", required=True, metavar="FILE")
     a.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="runtime overrides (device, batch_size)")
-    a.set_defaults(func=_add)
+    a.set_defaults(func=_user_errors(_add))
 
     q = sub.add_parser("query", help="show the experiences retrieved for a task text, with scores")
     q.add_argument("dir", metavar="DIR")
@@ -42,24 +42,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     q.add_argument("--chars", type=int, default=800, help="show at most this many characters per experience")
     q.add_argument("--json", action="store_true", help="print JSON")
     q.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="runtime overrides (device, ...)")
-    q.set_defaults(func=_query)
+    q.set_defaults(func=_user_errors(_query))
 
     s = sub.add_parser("stats", help="entries, envs, tasks, index kinds, size on disk")
     s.add_argument("dir", metavar="DIR")
     s.add_argument("--json", action="store_true", help="print JSON")
-    s.set_defaults(func=_stats)
+    s.set_defaults(func=_user_errors(_stats))
 
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
 
 
 def _runtime(items: list[str]) -> dict:
-    from harness.config import parse_override
+    """``key=value`` items -> type-checked BankConfig values for just those keys."""
+    from harness.config import load_config, parse_override
+    from lopd.bank import BankConfig
 
-    out = {}
-    for item in items:
-        keys, value = parse_override(item)
-        out[".".join(keys)] = value
-    return out
+    cfg = load_config(BankConfig, None, items)
+    keys = [parse_override(item)[0][0] for item in items]
+    return {k: getattr(cfg, k) for k in keys}
+
+
+def _user_errors(handler):
+    # Disk problems (an existing non-bank directory, permissions) are user errors, not tracebacks.
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except (FileExistsError, NotADirectoryError, PermissionError, IsADirectoryError) as e:
+            print(f"lopd bank {args.bank_command}: error: {e}", file=sys.stderr)
+            return 2
+    return run
 
 
 def _report(report) -> None:

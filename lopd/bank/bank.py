@@ -17,7 +17,7 @@ import numpy as np
 from envs.trace import Episode
 
 from lopd.bank import store
-from lopd.bank.config import BankConfig
+from lopd.bank.config import MACHINE_FIELDS, BankConfig
 from lopd.bank.embed import DEFAULT_MODEL_NAME, Embedder, resolve_model
 from lopd.bank.experience import Experience, Hit
 from lopd.bank.index import ShardIndex
@@ -244,7 +244,7 @@ class ExperienceBank:
     # ---- persistence --------------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> str:
         """Write a new snapshot of the bank to directory ``path`` atomically; returns its version."""
-        exps, vecs = list(self.experiences), self._vectors.copy()
+        exps, vecs = list(self.experiences), self._vectors
         files: dict[str, store.Writer] = {
             "experiences.jsonl": lambda f: [f.write((json.dumps(e.to_dict(), ensure_ascii=False) + "\n")
                                                     .encode("utf-8")) for e in exps],
@@ -271,11 +271,12 @@ class ExperienceBank:
     @classmethod
     def load(cls, path: str | os.PathLike, embedder: Embedder | None = None, **runtime: Any) -> ExperienceBank:
         """Open a saved bank. ``runtime`` may change :data:`lopd.bank.config.RUNTIME_FIELDS` (top_k,
-        exclude_self, device, ...). Raises BankCorruptError for a damaged bank."""
+        exclude_self, device, ...); machine fields (device, threads, batch size) start from their
+        defaults, not from the saving machine. Raises BankCorruptError for a damaged bank."""
         verify = runtime.get("verify_checksums", True)
         snap, manifest = store.read_snapshot(path, verify=verify)
         try:
-            saved = BankConfig.from_dict(manifest["config"])
+            saved = BankConfig.from_dict({k: v for k, v in manifest["config"].items() if k not in MACHINE_FIELDS})
         except (KeyError, TypeError, ValueError) as e:
             raise store.BankCorruptError(f"bank snapshot {snap}: bad config in manifest: {e}") from None
         cfg = saved.with_runtime(**runtime)

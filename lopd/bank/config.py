@@ -87,10 +87,17 @@ class BankConfig:
     authors' configs allowed self-retrieval; the paper's protocol excludes it."""
 
     # ---- runtime ------------------------------------------------------------------------------
+    search_threads: int | None = None
+    """faiss OpenMP threads during a search. None: 1 thread for batches under 32 queries (thread
+    barriers cost more than they save on one query, and on a busy shared CPU a flat search with 2
+    threads measured 150x slower) and faiss's default for bigger batches."""
     device: str | None = None
     """Torch device of the embedding model; None picks CUDA when available, else CPU."""
     batch_size: int = 32
     """Texts per embedding batch."""
+    embed_threads: int | None = None
+    """torch threads while embedding (restored afterwards); None leaves torch's setting. On a busy
+    shared 2-core machine 1 thread measured 4-8x faster than 2 (benchmarks/RESULTS.md)."""
     verify_checksums: bool = True
     """Check every file's SHA-256 against the manifest when loading a bank."""
 
@@ -108,6 +115,10 @@ class BankConfig:
                      "ivf_nprobe", "approx_min_entries"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
+        if self.embed_threads is not None and self.embed_threads < 1:
+            raise ValueError("embed_threads must be >= 1 or None")
+        if self.search_threads is not None and self.search_threads < 1:
+            raise ValueError("search_threads must be >= 1 or None")
         if self.ivf_nlist is not None and self.ivf_nlist < 1:
             raise ValueError("ivf_nlist must be >= 1 or None")
         if self.embed_text not in ("task", "task_trajectory"):
@@ -138,7 +149,12 @@ class BankConfig:
         return dataclasses.replace(self, **overrides)
 
 
+MACHINE_FIELDS = frozenset({"device", "batch_size", "embed_threads", "search_threads"})
+"""Runtime fields about the machine: a loaded bank takes them from the defaults (or the caller),
+not from the machine that saved it."""
+
 RUNTIME_FIELDS = frozenset({"top_k", "exclude_self", "hnsw_ef_search", "ivf_nprobe", "device", "batch_size",
-                            "verify_checksums", "model", "on_trace_error"})
+                            "verify_checksums", "model", "on_trace_error", "search_threads",
+                            "embed_threads"})
 """Fields that may differ from the saved config when loading (``model`` only to point at another
 copy of the same model; its dimension is checked)."""

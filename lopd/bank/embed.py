@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -52,18 +53,34 @@ def _offline() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+@contextmanager
+def _torch_threads(n: int | None) -> Iterator[None]:
+    """torch's intra-op threads set to ``n`` for the block, then restored (None: leave alone)."""
+    if n is None:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 class Embedder:
     """Encodes bank documents and queries to unit vectors. The model loads on first use."""
 
     def __init__(self, model: str = DEFAULT_MODEL, *, device: str | None = None, batch_size: int = 32,
                  query_prompt_name: str | None = None, query_prompt: str | None = None,
                  document_prompt_name: str | None = None, max_seq_length: int | None = None,
-                 dtype: str = "float32"):
+                 dtype: str = "float32", threads: int | None = None):
         self.model_setting = model
         self.device, self.batch_size = device, batch_size
         self.query_prompt_name, self.query_prompt = query_prompt_name, query_prompt
         self.document_prompt_name = document_prompt_name
-        self.max_seq_length, self.dtype = max_seq_length, dtype
+        self.max_seq_length, self.dtype, self.threads = max_seq_length, dtype, threads
         self._model: Any = None
 
     @classmethod
@@ -72,7 +89,7 @@ class Embedder:
         return cls(cfg.model, device=cfg.device, batch_size=cfg.batch_size,
                    query_prompt_name=cfg.query_prompt_name, query_prompt=cfg.query_prompt,
                    document_prompt_name=cfg.document_prompt_name, max_seq_length=cfg.max_seq_length,
-                   dtype=cfg.dtype)
+                   dtype=cfg.dtype, threads=cfg.embed_threads)
 
     @property
     def model(self) -> Any:
@@ -115,8 +132,10 @@ class Embedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         # Repeated texts (G rollouts of one task, one task in several envs) are encoded once.
         unique = list(dict.fromkeys(texts))
-        vecs = self.model.encode(unique, prompt_name=prompt_name, prompt=prompt, batch_size=self.batch_size,
-                                 normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        model = self.model
+        with _torch_threads(self.threads):
+            vecs = model.encode(unique, prompt_name=prompt_name, prompt=prompt, batch_size=self.batch_size,
+                                normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
         vecs = np.ascontiguousarray(vecs, dtype=np.float32)
         if len(unique) == len(texts):
             return vecs

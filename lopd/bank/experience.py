@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any
 
 
@@ -46,7 +47,7 @@ class Experience:
     def text(self) -> str:
         return render_text(self.task, self.trajectory)
 
-    @property
+    @cached_property
     def key(self) -> str:
         """Content fingerprint; two experiences with the same key are duplicates."""
         h = hashlib.sha256()

@@ -23,6 +23,10 @@ import numpy as np
 from lopd.bank.config import BankConfig
 
 
+SMALL_BATCH = 32
+"""Batches smaller than this search on one thread unless config.search_threads says otherwise."""
+
+
 def _faiss():
     import faiss  # heavy-ish; imported when an index is first built
 
@@ -99,7 +103,16 @@ class ShardIndex:
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         if self.index is None or k <= 0:
             return np.zeros((len(queries), 0), np.float32), np.zeros((len(queries), 0), np.int64)
-        return self.index.search(queries, k)
+        threads = self.cfg.search_threads or (1 if len(queries) < SMALL_BATCH else None)
+        if threads is None:
+            return self.index.search(queries, k)
+        faiss = _faiss()
+        before = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(threads)
+        try:
+            return self.index.search(queries, k)
+        finally:
+            faiss.omp_set_num_threads(before)
 
     # ---- persistence: flat indexes are rebuilt from the vectors, approximate ones are stored ----
     @property

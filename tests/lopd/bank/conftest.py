@@ -12,7 +12,7 @@ from envs.trace import write_traces
 def embedder():
     from lopd.bank import Embedder
 
-    emb = Embedder()
+    emb = Embedder(threads=1)  # one torch thread: much faster on the shared 2-core test machine
     emb.model  # load once for the whole session
     return emb
 

@@ -22,13 +22,13 @@ def test_cli_end_to_end(tmp_path, capsys):
     out = tmp_path / "bank"
 
     assert main(["bank", "build", "--traces", str(first), str(evals), "--out", str(out),
-                 "--set", "embed_text=task", "observation_chars=40"]) == 0
+                 "--set", "embed_text=task", "observation_chars=40", "embed_threads=1"]) == 0
     text = capsys.readouterr()
     assert "kept 3" in text.out and "6 non-training split" in text.out and "refused" in text.err
     assert main(["bank", "build", "--traces", str(first), "--out", str(out)]) == 2  # no silent overwrite
     assert "already holds a bank" in capsys.readouterr().err
 
-    assert main(["bank", "add", str(out), "--traces", str(second), str(evals)]) == 0
+    assert main(["bank", "add", str(out), "--traces", str(second), str(evals), "--set", "embed_threads=1"]) == 0
     text = capsys.readouterr().out
     assert "kept 3" in text and "1 duplicate" in text and "now holds 6" in text
 
@@ -82,3 +82,19 @@ def test_cli_stats_and_errors_without_a_model(tmp_path, capsys):
     assert "evaluation splits" in capsys.readouterr().err
     assert main(["bank", "build", "--traces", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "c")]) == 2
     assert "missing.jsonl" in capsys.readouterr().err and not (tmp_path / "c").exists()
+
+
+def test_cli_refuses_non_bank_dirs_and_bad_runtime_values(tmp_path, capsys):
+    (tmp_path / "mine.txt").write_text("x")
+    trace = tmp_path / "t.jsonl"
+    write_traces(trace, task_episodes(split="eval"))  # nothing to embed: the model never loads
+    assert main(["bank", "build", "--traces", str(trace), "--out", str(tmp_path)]) == 2
+    assert "not a bank" in capsys.readouterr().err and sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt", "t.jsonl"]
+    assert main(["bank", "build", "--traces", str(trace), "--out", str(tmp_path / "b")]) == 0
+    assert "kept 0" in capsys.readouterr().out
+    assert main(["bank", "query", str(tmp_path / "b"), "x", "--set", "top_k=many"]) == 2
+    assert "top_k" in capsys.readouterr().err
+    assert main(["bank", "query", str(tmp_path / "b"), "x", "--set", "min_reward=0"]) == 2
+    assert "fixed when the bank is built" in capsys.readouterr().err
+    assert main(["bank", "query", str(tmp_path / "b"), "anything"]) == 0
+    assert "no experiences found" in capsys.readouterr().out

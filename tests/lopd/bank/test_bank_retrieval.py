@@ -37,14 +37,16 @@ def test_a_paraphrase_retrieves_its_task(bank):
         assert row[0].score > row[1].score + 0.05
 
 
-@pytest.mark.parametrize("embed_text", ["task", "task_trajectory"])
-def test_both_embedding_modes_retrieve(embedder, trace_file, embed_text):
-    bank = ExperienceBank.build([trace_file], BankConfig(embed_text=embed_text), embedder=embedder)
-    hits = bank.search([TASKS["refund"][1], TASKS["weather"][1]], k=1)
+def test_task_only_embedding_mode_retrieves(embedder, trace_file, bank):
+    task_bank = ExperienceBank.build([trace_file], BankConfig(embed_text="task"), embedder=embedder)
+    hits = task_bank.search([TASKS["refund"][1], TASKS["weather"][1]], k=1)
     assert [h[0].experience.task_id for h in hits] == ["refund", "weather"]
-    doc = bank.document_text(bank.experiences[0])
-    assert (doc == bank.experiences[0].task) == (embed_text == "task") and doc.startswith(
-        "Book a flight" if embed_text == "task" else "Task: Book a flight")
+    exp = task_bank.experiences[0]
+    assert task_bank.document_text(exp) == exp.task == TASKS["flight"][0]
+    np.testing.assert_allclose(task_bank.vectors[0], embedder.encode_documents([exp.task])[0], atol=1e-5)
+    # the default (paper) mode embeds task plus trajectory
+    assert bank.config.embed_text == "task_trajectory" and bank.document_text(exp) == exp.text
+    np.testing.assert_allclose(bank.vectors[0], embedder.encode_documents([exp.text])[0], atol=1e-5)
 
 
 def test_own_entries_excluded_by_default(bank):
@@ -96,7 +98,7 @@ def test_oracle_returns_the_tasks_best_experience(embedder):
 
 def test_query_prompt_changes_query_vectors(embedder):
     plain = embedder.encode_queries(["reset a password"])
-    prompted = Embedder(query_prompt="Represent this task for retrieving solved examples: ")
+    prompted = Embedder(query_prompt="Represent this task for retrieving solved examples: ", threads=1)
     prompted._model = embedder.model  # same weights, different query instruction
     assert not np.allclose(plain, prompted.encode_queries(["reset a password"]))
     np.testing.assert_allclose(prompted.encode_documents(["x"]), embedder.encode_documents(["x"]), atol=1e-6)

@@ -209,3 +209,12 @@ def test_episode_split_survives_save_and_eval_entries_are_refused_on_load(tmp_pa
     (tmp_path / "b" / "CURRENT").write_text(f"v000001 {hashlib.sha256(raw).hexdigest()}\n")
     with pytest.raises(BankCorruptError, match="non-training entry"):
         ExperienceBank.load(tmp_path / "b")
+
+
+def test_empty_bank_round_trip(tmp_path):
+    ExperienceBank(BankConfig()).save(tmp_path / "e")
+    bank = ExperienceBank.load(tmp_path / "e")
+    assert len(bank) == 0 and bank.search(["anything"]) == [[]] and bank.stats()["entries"] == 0
+    bank.add_experiences(experiences(3), vectors(3))
+    bank.save(tmp_path / "e")
+    assert len(ExperienceBank.load(tmp_path / "e")) == 3
