@@ -150,7 +150,7 @@ class EvalPlusVerifier:
                "gt_time_limit_factor": self.factor, "output_not_none": output_not_none(self.dataset, p["entry_point"])}
         phases, expected, budget = self._task_blobs(task_id)
         stdin = _frame(pickle.dumps(job, protocol=4)) + phases + expected
-        limits = Limits(timeout_s=budget + 15.0, cpu_s=int(budget) + 30, memory_mb=16384, nproc=256,
+        limits = Limits(timeout_s=budget + 15.0, cpu_s=int(budget) + 30, memory_mb=16384, nproc=64,
                         max_output_bytes=64 << 20)
         result = self.sandbox.run(_PROGRAM, stdin=stdin, limits=limits)
         return self._parse(task_id, result)

@@ -116,7 +116,7 @@ class LCBVerifier:
             tail = _frame(json.dumps(sample["outputs"]).encode())
         stdin = _frame(json.dumps(job).encode()) + tail
         budget = (self.timeout + 1) * n + 5
-        limits = Limits(timeout_s=budget + 15.0, cpu_s=budget + 30, memory_mb=16384, nproc=256,
+        limits = Limits(timeout_s=budget + 15.0, cpu_s=budget + 30, memory_mb=16384, nproc=64,
                         max_output_bytes=64 << 20)
         return self._parse(problem.question_id, self.sandbox.run(_PROGRAM, stdin=stdin, limits=limits))
 

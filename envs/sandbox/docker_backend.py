@@ -255,3 +255,13 @@ class DockerSandbox(Sandbox):
         return ExecResult(exit_code, signal=sig, stdout=bytes(out[:cap]), stderr=bytes(err[: max(0, cap - len(out))]),
                           timed_out=timed_out, output_truncated=truncated,
                           duration_s=time.monotonic() - t0, backend=self.name, isolation="docker")
+
+
+def docker_unavailable_reason(config: SandboxConfig | None = None) -> str | None:
+    """Why the docker backend cannot run here (None when it can): for skips and diagnostics."""
+    config = config or SandboxConfig(backend="docker")
+    try:
+        check_image(docker_client(config.docker_base_url), config.docker_image)
+    except SandboxUnavailable as e:
+        return str(e)
+    return None
