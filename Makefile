@@ -29,5 +29,10 @@ test: $(STAMP)
 test-quick: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
 
+# The docker sandbox image: debootstrap a minimal Debian with python3, then `docker import` (root, debootstrap,
+# docker and a Debian mirror). Skips when the current image is already there; FORCE=1 rebuilds.
+sandbox-image: $(STAMP)
+	bash envs/sandbox/image/build.sh $(PY)
+
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
