@@ -22,7 +22,6 @@ import json
 import os
 import random
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -223,7 +222,7 @@ def synth_to_exps(n: int) -> list[Experience]:
 
 
 def report(rows: list[dict], real: list[dict], bw: float, load_model_s: float) -> None:
-    print("\n| entries | index | median ms/query | p99 ms | faiss-only median ms | vectors/faiss-time GB/s | "
+    print("\n| entries | index | median ms/query | p99 ms | faiss-only median ms | flat scan GB/s | "
           "DRAM-read floor ms | recall@3 | batch-256 queries/s | add s | disk MB | save s | load s |")
     print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:

@@ -183,7 +183,9 @@ class ExperienceBank:
         k = self.config.top_k if k is None else int(k)
         if k < 1:
             raise ValueError("k must be >= 1")
-        q = np.ascontiguousarray(np.atleast_2d(np.asarray(queries, dtype=np.float32)))
+        q = np.array(queries, dtype=np.float32, ndmin=2, order="C")  # a copy: the caller's array stays as is
+        if q.ndim != 2 or (self.dim is not None and q.shape[1] != self.dim) or not np.all(np.isfinite(q)):
+            raise ValueError(f"queries must be finite (n, {self.dim}) vectors, got shape {q.shape}")
         q /= np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)
         nq = len(q)
         envs = _per_query(env, nq, "env")

@@ -125,3 +125,54 @@ def test_eval_split_never_enters(embedder, tmp_path):
     assert {e.split for e in bank.experiences} == {"train"}
     hits = bank.search([TASKS["flight"][0], TASKS["transfer"][0]], k=5, exclude_self=False)
     assert all(h.experience.split == "train" for row in hits for h in row)
+
+
+def test_text_queries_identical_after_reload(bank, embedder, tmp_path):
+    bank.save(tmp_path / "b")
+    loaded = ExperienceBank.load(tmp_path / "b", embedder=embedder)
+    texts = [TASKS["weather"][1], TASKS["password"][0]]
+    a = bank.search(texts, 3, task_ids=["weather", None])
+    b = loaded.search(texts, 3, task_ids=["weather", None])
+    assert [[(h.id, h.experience) for h in r] for r in a] == [[(h.id, h.experience) for h in r] for r in b]
+    np.testing.assert_allclose([[h.score for h in r] for r in a], [[h.score for h in r] for r in b], atol=1e-6)
+
+
+def test_module_doctests():
+    import doctest
+
+    from lopd.bank import index, render
+
+    for mod in (index, render):
+        assert doctest.testmod(mod).failed == 0
+
+
+def test_any_model_directory_with_a_stored_query_prompt(tmp_path, embedder):
+    """A local sentence-transformers directory (here MiniLM's files plus a stored 'query' prompt,
+    as Qwen3-Embedding ships one) loads offline, and query_prompt_name applies that prompt."""
+    import json
+
+    src = default_model_path()
+    for p in src.rglob("*"):
+        if p.is_file():
+            dst = tmp_path / p.relative_to(src)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.symlink_to(p)
+    cfg_path = tmp_path / "config_sentence_transformers.json"
+    cfg = json.loads(cfg_path.read_text())
+    cfg_path.unlink()
+    cfg["prompts"] = {"query": "query: "}
+    cfg_path.write_text(json.dumps(cfg))
+    emb = Embedder(str(tmp_path), query_prompt_name="query", threads=1)
+    np.testing.assert_allclose(emb.encode_queries(["reset a password"]),
+                               embedder.encode_documents(["query: reset a password"]), atol=1e-5)
+    with pytest.raises(FileNotFoundError, match="offline"):
+        Embedder("no-such-org/no-such-model").encode_documents(["x"])
+
+
+def test_every_config_field_is_documented():
+    from dataclasses import fields
+
+    from harness.config import field_docs
+
+    docs = field_docs(BankConfig)
+    assert [f.name for f in fields(BankConfig) if not docs.get(f.name)] == []

@@ -218,3 +218,14 @@ def test_empty_bank_round_trip(tmp_path):
     bank.add_experiences(experiences(3), vectors(3))
     bank.save(tmp_path / "e")
     assert len(ExperienceBank.load(tmp_path / "e")) == 3
+
+
+def test_search_vectors_leaves_the_callers_array_alone_and_checks_it():
+    bank = make_bank(20)
+    q = vectors(2, seed=1)
+    before = q.copy()
+    bank.search_vectors(q, 2)
+    np.testing.assert_array_equal(q, before)
+    for bad in (np.full((1, DIM), np.nan, np.float32), np.ones((1, DIM + 1), np.float32)):
+        with pytest.raises(ValueError, match="finite"):
+            bank.search_vectors(bad, 2)
