@@ -93,10 +93,12 @@ def _acebench(vs: list[dict[str, Any]]) -> dict[str, Any]:
     return {**summary(scores), "categories": {c: asdict(s) for c, s in scores.items()}}
 
 
-def _acebench_format(s: dict[str, Any]) -> str:
-    keys = [k for k, v in s.items() if isinstance(v, (int, float))]
-    width = max(len(k) for k in keys)
-    return "\n".join(f"{k:<{width}}  {s[k]:.3f}" for k in keys)
+def flat_format(s: dict[str, Any]) -> str:
+    """``key  value`` lines for the numbers at the top level of a summary (nested parts left out)."""
+    keys = [k for k, v in s.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    width = max([len(k) for k in keys] + [1])
+    return "\n".join(f"{k:<{width}}  {s[k]}" if isinstance(s[k], int) else f"{k:<{width}}  {s[k]:.4f}"
+                     for k in keys)
 
 
 def _envscaler(vs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -154,9 +156,9 @@ def _per_env(env_id: str) -> str:
 SUMMARIZERS: dict[str, Summarizer] = {
     "bfcl": Summarizer("envs.bfcl.scoring.summarize", _bfcl, lambda e: "bfcl-v3", _bfcl_format),
     "acebench": Summarizer("envs.acebench.scoring.category_score + summary", _acebench,
-                           lambda e: "acebench-" + ("zh" if "-zh-" in e else "en"), _acebench_format),
-    "envscaler": Summarizer("envs.envscaler.metrics.summarize", _envscaler, _per_env),
-    "micro": Summarizer("envs.envscaler.metrics.summarize", _envscaler, _per_env),
+                           lambda e: "acebench-" + ("zh" if "-zh-" in e else "en"), flat_format),
+    "envscaler": Summarizer("envs.envscaler.metrics.summarize", _envscaler, _per_env, flat_format),
+    "micro": Summarizer("envs.envscaler.metrics.summarize", _envscaler, _per_env, flat_format),
     "evalplus": Summarizer("envs.evalplus.scoring.pass_at_k", _evalplus, _per_env, _evalplus_format, False),
     "livecodebench": Summarizer("envs.livecodebench.scoring.pass_at_k", _livecodebench, _per_env,
                                 _livecodebench_format, False),
@@ -243,7 +245,7 @@ def format_summary(summary: dict[str, Any]) -> str:
         if "fallback" in b:
             lines.append(f"(fallback to the generic summary: {b['fallback']})")
         pkg = env_package(b["envs"][0])
-        fmt = SUMMARIZERS[pkg].format if pkg in SUMMARIZERS and "fallback" not in b else None
+        fmt = SUMMARIZERS[pkg].format if pkg in SUMMARIZERS and "fallback" not in b else flat_format
         try:
             lines.append(fmt(b["official"]) if fmt else json.dumps(b["official"], indent=1))
         except Exception as e:  # noqa: BLE001 - the JSON summary is still written

@@ -210,7 +210,9 @@ class Progress:
     """What an eval directory already holds."""
 
     traces: dict[tuple[str, str, int], dict[str, Any]]
+    """Readable traces by (env, task, sample), each as its verdict line (:func:`verdict_of`)."""
     verdicts: dict[tuple[str, str, int], dict[str, Any]]
+    """Verdict lines by key: as written, or rebuilt from the trace when missing."""
     notes: list[str]
 
 
@@ -236,7 +238,7 @@ def read_progress(out: str | os.PathLike, repair: bool = True) -> Progress:
             elif key in traces:
                 notes.append(f"{tpath}:{lineno}: duplicate episode {key}; the first one is kept")
             else:
-                traces[key] = rec
+                traces[key] = verdict_of(rec)  # not the whole record: memory stays small on big runs
     notes += [f"{e} (ignored; its episode is run again)" for e in errors]
     verdicts: dict[tuple[str, str, int], dict[str, Any]] = {}
     if vpath.exists():
@@ -256,7 +258,7 @@ def read_progress(out: str | os.PathLike, repair: bool = True) -> Progress:
                     verdicts[key] = v
     missing = [k for k in traces if k not in verdicts]
     if missing:
-        rebuilt = {k: verdict_of(traces[k]) for k in missing}
+        rebuilt = {k: traces[k] for k in missing}
         verdicts.update(rebuilt)
         if repair:
             with open(vpath, "a", encoding="utf-8") as f:

@@ -16,7 +16,7 @@ from envs.protocol import render_tool_call
 from envs.trace import read_traces
 from harness.cli import main
 from harness.engines import HFEngine, SGLangEngine
-from harness.eval_summary import summarize_verdicts
+from harness.eval_summary import format_summary, summarize_verdicts
 from harness.evaluate import EvalConfig, cut_torn_tail, pair_seed, read_progress, run_eval, verdict_of
 from harness.models import build_tiny_model, save_pretrained
 
@@ -327,3 +327,109 @@ def test_bfcl_and_acebench_categories(model_dir, engine, tmp_path):
         vs = [Verdict(v["task_id"], cat, v["details"]["verdict"]["valid"]) for v in mine]
         scores[cat] = category_score(cat, vs, [v["task_id"] for v in mine])
     assert s["benchmarks"]["acebench-en"]["official"]["summary"] == summary(scores)["summary"]
+    text = format_summary(s)
+    assert "Overall Acc" in text and "== acebench-en:" in text and "normal_summary" in text
+
+
+# ---- official summaries from hand-made verdicts (quick) ----------------------------------------
+
+def V(env, task, sample, ok, category=None, index=0, **details):
+    return {"env": env, "task_id": task, "task_index": index, "sample": sample, "category": category or env,
+            "reward": 1.0 if ok else 0.0, "pass": ok, "steps": 1, "terminated": True, "truncated": False,
+            "stop": None, "details": details}
+
+
+def test_bfcl_summary_is_the_official_one_averaged_over_sample_runs():
+    from envs.bfcl.scoring import summarize
+
+    s0 = {"simple": [True, False], "irrelevance": [True, True], "live_simple": [True, False, False]}
+    s1 = {"simple": [True, True], "irrelevance": [False, False], "live_simple": [True, True, True]}
+    vs = [V(f"lopd/bfcl-v3-{c.replace('_', '-')}-v0", f"{c}_{i}", k, ok, c, i)
+          for k, per in enumerate((s0, s1)) for c, oks in per.items() for i, ok in enumerate(oks)]
+    b = summarize_verdicts(vs)["benchmarks"]["bfcl-v3"]
+    want = [summarize({c: (sum(oks), len(oks)) for c, oks in per.items()}) for per in (s0, s1)]
+    assert b["per_sample"] == json.loads(json.dumps(want)) and b["samples"] == 2
+    for key in ("overall", "non_live", "live", "multi_turn", "irrelevance"):
+        assert b["official"][key] == pytest.approx((want[0][key] + want[1][key]) / 2)
+    assert b["official"]["categories"]["simple"]["accuracy"] == pytest.approx(0.75)
+    assert b["official"]["categories"]["java"]["scored"] is False  # unscored categories count 0, as upstream
+
+
+def test_acebench_summary_groups_multi_turn_dialogues_and_languages():
+    from envs.acebench.data import NORMAL_CATEGORIES
+
+    cat = "normal_multi_turn_user_adjust"
+    env = "lopd/acebench-normal-en-v0"
+    # dialogue 0 has turns 0 and 1 (one fails), dialogue 1 one turn (passes): end accuracy 1/2,
+    # process accuracy mean(0.5, 1.0) = 0.75 (ACEBench's eval_main rules)
+    vs = [V(env, f"{cat}_{d}_{t}", 0, ok, cat, i, verdict={"valid": ok, "error_type": ""})
+          for i, (d, t, ok) in enumerate([(0, 0, True), (0, 1, False), (1, 0, True)])]
+    vs.append(V("lopd/acebench-normal-zh-v0", "normal_atom_bool_0", 0, True, "normal_atom_bool",
+                verdict={"valid": True}))
+    bench = summarize_verdicts(vs)["benchmarks"]
+    en, zh = bench["acebench-en"]["official"], bench["acebench-zh"]["official"]
+    assert en["categories"][cat]["accuracy"] == 0.5 and en["categories"][cat]["process_accuracy"] == 0.75
+    assert en["multi_turn_user_adjust"] == 0.5 and en["summary"] == round(0.578 * round(0.5 / len(NORMAL_CATEGORIES), 3), 3)
+    assert zh["bool"] == 1.0 and "multi_turn_user_adjust" in zh and zh["multi_turn_user_adjust"] == 0.0
+
+
+def test_evalplus_summary_is_pass_at_k_over_samples():
+    from envs.evalplus.scoring import pass_at_k
+
+    env = "lopd/evalplus-humaneval-v0"
+    grid = {"HumanEval/0": [(True, "pass"), (False, "pass")], "HumanEval/1": [(False, "fail"), (False, "pass")]}
+    vs = [V(env, t, k, ok, verdict={"pass": ok, "base_status": base, "mode": "strict"})
+          for t, runs in grid.items() for k, (ok, base) in enumerate(runs)]
+    b = summarize_verdicts(vs)["benchmarks"][env]
+    assert b["source"] == "envs.evalplus.scoring.pass_at_k" and "per_sample" not in b
+    assert b["official"]["pass@k"]["plus"] == pass_at_k({t: [ok for ok, _ in r] for t, r in grid.items()})
+    assert b["official"]["pass@k"]["plus"]["pass@1"] == 0.25
+    assert b["official"]["pass@k"]["base"]["pass@1"] == 0.75
+    assert b["official"]["dataset"] == "humaneval" and b["official"]["mode"] == "strict"
+
+
+def test_a_failing_summarizer_falls_back_to_the_generic_summary(monkeypatch):
+    from harness import eval_summary
+
+    def broken(vs):
+        raise ImportError("not finished yet")
+    monkeypatch.setitem(eval_summary.SUMMARIZERS, "examples",
+                        eval_summary.Summarizer("envs.examples.nothing", broken, lambda e: "shop"))
+    vs = [V("lopd/shop-v0", "apples", 0, True), V("lopd/shop-v0", "mix", 0, False)]
+    s = summarize_verdicts(vs)
+    b = s["benchmarks"]["shop"]
+    assert b["source"] == "generic" and "not finished yet" in b["fallback"]
+    assert b["official"]["pass_rate"] == 0.5 == s["envs"]["lopd/shop-v0"]["pass_rate"]
+    assert "fallback to the generic summary" in eval_summary.format_summary(s)
+
+
+@pytest.mark.slow
+def test_sigkill_mid_run_then_resume(model_dir, tmp_path):
+    """A real ``kill -9`` of ``lopd eval`` part-way, then the same command again."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "harness", "eval", "--env", "shop-v0", "--model", model_dir, "--out", str(out),
+           "--n-samples", "8", "--batch-size", "1", "--max-new-tokens", "48", "--max-turns", "4", "--quiet"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            p = out / "traces.jsonl"
+            if p.exists() and p.read_bytes().count(b"\n") >= 3:
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, "the run finished before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    done_before = len(read_progress(out, repair=False).traces)
+    assert 3 <= done_before < 16
+    assert subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, timeout=300).returncode == 0
+    check_consistent(out, [("lopd/shop-v0", t, k) for t in ("apples", "mix") for k in range(8)])
