@@ -14,6 +14,15 @@ from harness.models.tokenizer import CONTROL_TOKENS, MARKUP_TOKENS
 from lopd.latent import LATENT_SENTINEL
 
 
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """Tiny models run fastest on one thread; more threads spin against each other on a shared CPU."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.fixture(scope="module")
 def tok():
     return build_tokenizer()
