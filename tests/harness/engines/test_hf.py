@@ -200,3 +200,21 @@ def test_bad_inputs_raise_engine_errors(tiny):
         eng.score([[1, 2, 3]], start=0)
     with pytest.raises(EngineError):
         EmbedOverride([2, 1], torch.zeros(2, 4))
+
+
+def test_prefix_reuse_with_embedding_overrides(tiny, prompts):
+    model, tok = tiny
+    lat = torch.randn(3, model.config.hidden_size, generator=torch.Generator().manual_seed(0))
+    ovs = [EmbedOverride([1, 2, 3], lat), None]
+    reuse, fresh = HFEngine(model, tok), HFEngine(model, tok, prefix_cache=False)
+    first = reuse.generate(prompts[1:3], GREEDY, overrides=ovs)
+    nxt = [p + o.token_ids + [40, 41] for p, o in zip(prompts[1:3], first)]
+    a = reuse.generate(nxt, GREEDY, overrides=ovs)
+    b = fresh.generate(nxt, GREEDY, overrides=ovs)
+    assert all(o.cached_prompt_tokens > 0 for o in a)
+    for x, y in zip(a, b):
+        assert x.token_ids == y.token_ids and close(x.logprobs, y.logprobs)
+    # Other latents for the same tokens: the kept cache must not be reused.
+    c = reuse.generate([p + o.token_ids + [1] for p, o in zip(nxt, a)], GREEDY,
+                       overrides=[EmbedOverride([1, 2, 3], lat + 1), None])
+    assert [o.cached_prompt_tokens for o in c] == [0, 0]
