@@ -2,8 +2,8 @@
 
 Containers run with no network, memory and pids limits, a read-only root, a tmpfs /tmp, no
 capabilities, no-new-privileges and uid 65534. A pool keeps ``docker_pool_size`` containers started
-ahead of use; each serves exactly ONE execution and is then removed, so nothing a program leaves
-behind (files, processes) reaches another execution. Build the image first::
+ahead of use, their boot program (under tini) already waiting on stdin; each serves exactly ONE
+execution and is then removed, so nothing a program leaves behind (files, processes) reaches another. Build the image first::
 
     make sandbox-image          # debootstrap + docker import (root, a Debian mirror)
 
@@ -14,6 +14,7 @@ behind (files, processes) reaches another execution. Build the image first::
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import queue
@@ -91,58 +92,64 @@ class DockerSandbox(Sandbox):
         return "docker"
 
     # ---- containers ---------------------------------------------------------------------------
-    def _create(self, limits: Limits):
+    def _create(self, limits: Limits) -> "_Slot":
+        """A started container whose boot program already waits for the request on stdin."""
+        api = self.client.api
         mem = f"{limits.memory_mb}m" if limits.memory_mb else None
-        c = self.client.containers.create(
-            self.config.docker_image, command=["sleep", "infinity"], detach=True,
-            network_mode="none", mem_limit=mem, memswap_limit=mem,
-            pids_limit=limits.nproc or None, read_only=True,
+        host_config = api.create_host_config(
+            network_mode="none", mem_limit=mem, memswap_limit=mem, pids_limit=limits.nproc or None,
+            read_only=True, init=True,
             tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.tmpfs_mb}m,mode=1777",
                    "/dev/shm": f"rw,nosuid,nodev,size={limits.tmpfs_mb}m,mode=1777"},
-            user="65534:65534", cap_drop=["ALL"], security_opt=["no-new-privileges"],
+            cap_drop=["ALL"], security_opt=["no-new-privileges"], ipc_mode="private",
             nano_cpus=int(self.config.docker_cpus * 1e9) if self.config.docker_cpus else None,
-            environment=_ENV, working_dir="/tmp", ipc_mode="private",
-            labels={"lopd.sandbox": "1", "lopd.sandbox.owner": self.owner},
         )
+        cid = api.create_container(
+            self.config.docker_image, command=["/usr/bin/python3", "-I", "-c", _BOOT], stdin_open=True,
+            user="65534:65534", environment=_ENV, working_dir="/tmp", host_config=host_config,
+            labels={"lopd.sandbox": "1", "lopd.sandbox.owner": self.owner})["Id"]
         with self._lock:
-            self._live.add(c.id)
-        c.start()
-        return c
+            self._live.add(cid)
+        try:  # attach before start so no output is missed; stdin closes when we half-close the socket
+            sock = api.attach_socket(cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            api.start(cid)
+        except Exception:
+            self._discard(cid)
+            raise
+        return _Slot(cid, sock)
 
     def _pool_key(self, limits: Limits) -> tuple:
         return (limits.memory_mb, limits.nproc, limits.tmpfs_mb)
 
     def _fill(self) -> None:
-        key = self._pool_key(self.config.limits)
         while not self._closed:
             if self._pool.qsize() < self.config.docker_pool_size:
                 try:
-                    self._pool.put((key, self._create(self.config.limits)))
+                    self._pool.put(self._create(self.config.limits))
                 except Exception:
                     time.sleep(1.0)  # the daemon hiccuped; the next run creates its own container
                 continue
             self._wake.wait(0.5)
             self._wake.clear()
 
-    def _acquire(self, limits: Limits):
-        key = self._pool_key(limits)
-        if self._filler is not None and key == self._pool_key(self.config.limits):
+    def _acquire(self, limits: Limits) -> "_Slot":
+        if self._filler is not None and self._pool_key(limits) == self._pool_key(self.config.limits):
             try:
-                _, c = self._pool.get_nowait()
+                slot = self._pool.get_nowait()
                 self._wake.set()
-                return c
+                return slot
             except queue.Empty:
                 pass
         return self._create(limits)
 
-    def _discard(self, container) -> None:
+    def _discard(self, cid: str) -> None:
         def remove():
             try:
-                container.remove(force=True)
+                self.client.api.remove_container(cid, force=True)
             except Exception:
                 pass
             with self._lock:
-                self._live.discard(container.id)
+                self._live.discard(cid)
 
         threading.Thread(target=remove, daemon=True).start()
 
@@ -153,10 +160,11 @@ class DockerSandbox(Sandbox):
             self._filler.join(timeout=10)
         while True:
             try:
-                _, c = self._pool.get_nowait()
+                slot = self._pool.get_nowait()
             except queue.Empty:
                 break
-            self._discard(c)
+            slot.close()
+            self._discard(slot.cid)
         try:
             for c in self.client.containers.list(all=True, filters={"label": f"lopd.sandbox.owner={self.owner}"}):
                 c.remove(force=True)
@@ -166,8 +174,6 @@ class DockerSandbox(Sandbox):
     # ---- executions -------------------------------------------------------------------------
     def run(self, program: str, *, stdin: bytes = b"", files: Mapping[str, bytes | str] | None = None,
             limits: Limits | None = None) -> ExecResult:
-        import base64
-
         limits = limits or self.config.limits
         header = json.dumps({
             "program": program,
@@ -177,24 +183,17 @@ class DockerSandbox(Sandbox):
         }).encode()
         t0 = time.monotonic()
         try:
-            container = self._acquire(limits)
+            slot = self._acquire(limits)
         except Exception as e:
             return ExecResult(None, backend=self.name, isolation="docker", error=f"container start failed: {e}")
         try:
-            return self._exec(container, header, stdin, limits, t0)
+            return self._talk(slot, header, stdin, limits, t0)
         finally:
-            self._discard(container)
+            slot.close()
+            self._discard(slot.cid)
 
-    def _exec(self, container, header: bytes, stdin: bytes, limits: Limits, t0: float) -> ExecResult:
-        api = self.client.api
-        try:
-            exec_id = api.exec_create(container.id, ["/usr/bin/python3", "-I", "-c", _BOOT], stdin=True,
-                                      stdout=True, stderr=True, user="65534:65534", workdir="/tmp",
-                                      environment=_ENV)["Id"]
-            sock = api.exec_start(exec_id, socket=True)
-        except Exception as e:
-            return ExecResult(None, backend=self.name, isolation="docker", error=f"docker exec failed: {e}")
-        raw = getattr(sock, "_sock", sock)
+    def _talk(self, slot: "_Slot", header: bytes, stdin: bytes, limits: Limits, t0: float) -> ExecResult:
+        raw = slot.raw
         deadline = t0 + limits.timeout_s
         out, err = bytearray(), bytearray()
         timed_out = truncated = False
@@ -231,30 +230,34 @@ class DockerSandbox(Sandbox):
                 return ExecResult(None, stdout=bytes(out), stderr=bytes(err), backend=self.name,
                                   isolation="docker", error=f"docker stream failed: {e}")
             timed_out = True
-        finally:
-            try:
-                raw.close()
-            except OSError:
-                pass
         exit_code = sig = None
         if not (timed_out or truncated):
-            for _ in range(50):  # the exit code lands shortly after the stream closes
-                info = api.exec_inspect(exec_id)
-                if not info.get("Running") and info.get("ExitCode") is not None:
-                    exit_code = int(info["ExitCode"])
-                    break
-                time.sleep(0.01)
-            if exit_code is not None and 128 < exit_code <= 128 + 64:  # killed by a signal, shell-style
-                exit_code, sig = None, exit_code - 128
-        else:
             try:
-                container.kill()
+                status = self.client.api.wait(slot.cid, timeout=max(1.0, deadline - time.monotonic()))
+                exit_code = int(status["StatusCode"])
             except Exception:
-                pass
+                timed_out = True
+            if exit_code is not None and 128 < exit_code <= 128 + 64:  # killed by a signal (tini reports 128+n)
+                exit_code, sig = None, exit_code - 128
         cap = limits.max_output_bytes
         return ExecResult(exit_code, signal=sig, stdout=bytes(out[:cap]), stderr=bytes(err[: max(0, cap - len(out))]),
                           timed_out=timed_out, output_truncated=truncated,
                           duration_s=time.monotonic() - t0, backend=self.name, isolation="docker")
+
+
+class _Slot:
+    """A started container and the attached socket to its waiting boot program."""
+
+    def __init__(self, cid: str, sock):
+        self.cid, self.sock = cid, sock
+        self.raw = getattr(sock, "_sock", sock)
+
+    def close(self) -> None:
+        for s in (self.raw, self.sock):
+            try:
+                s.close()
+            except OSError:
+                pass
 
 
 def docker_unavailable_reason(config: SandboxConfig | None = None) -> str | None:

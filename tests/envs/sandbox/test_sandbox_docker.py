@@ -61,3 +61,17 @@ def test_cold_start_without_pool_and_cleanup():
     while sb.client.containers.list(all=True, filters={"label": label}) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert sb.client.containers.list(all=True, filters={"label": label}) == []
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_contract_matches_the_local_backend(docker_sandbox):
+    import signal
+
+    r = docker_sandbox.run("import sys\nprint(input()[::-1]); print(open('d/x').read()); sys.exit(3)",
+                           stdin=b"abc\n", files={"d/x": "hi"})
+    assert (r.exit_code, r.stdout) == (3, b"cba\nhi\n")
+    r = docker_sandbox.run("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)")
+    assert r.exit_code is None and r.signal == signal.SIGSEGV
+    r = docker_sandbox.run("while True: pass", limits=Limits(timeout_s=1))
+    assert r.timed_out
