@@ -22,7 +22,6 @@ from typing import Any
 
 import gymnasium as gym
 
-
 # ---- summaries -------------------------------------------------------------------------------
 
 def generic_summary(verdicts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -177,7 +176,7 @@ def env_package(env_id: str) -> str | None:
 
     try:
         ep = gym.spec(env_id).entry_point
-    except Exception:
+    except gym.error.Error:  # not registered
         return None
     mod = ep.split(":")[0] if isinstance(ep, str) else getattr(ep, "__module__", "")
     parts = mod.split(".")

@@ -38,7 +38,12 @@ import gymnasium as gym
 
 from envs.trace import Episode, TraceError, TraceWriter, iter_records
 from harness.eval_summary import (  # noqa: F401  (re-exported: the public API of evaluation runs)
-    SUMMARIZERS, Summarizer, env_package, format_summary, generic_summary, register_summarizer,
+    SUMMARIZERS,
+    Summarizer,
+    env_package,
+    format_summary,
+    generic_summary,
+    register_summarizer,
     summarize_verdicts,
 )
 
@@ -341,7 +346,7 @@ class _EnvPool:
         for env in self.all:
             try:
                 env.close()
-            except Exception:  # noqa: BLE001 - closing is best effort
+            except Exception:  # noqa: BLE001, S110 - closing is best effort
                 pass
 
 

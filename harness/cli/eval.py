@@ -53,7 +53,7 @@ def _json_object(text: str, what: str) -> dict:
     except ValueError as e:
         raise ValueError(f"{what} is not JSON ({e}): {text!r}") from None
     if not isinstance(value, dict):
-        raise ValueError(f"{what} must be a JSON object, got {text!r}")
+        raise ValueError(f"{what} must be a JSON object, got {text!r}")  # noqa: TRY004 - the CLI reports ValueErrors
     return value
 
 
