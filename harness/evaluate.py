@@ -318,7 +318,11 @@ class _Recorder(gym.Wrapper):
     def step(self, action: Any) -> Any:
         obs, reward, terminated, truncated, info = self.env.step(action)
         if terminated or truncated:
-            self.details = _jsonable({k: v for k, v in info.items() if k not in _NOT_DETAILS})
+            details = {k: v for k, v in info.items() if k not in _NOT_DETAILS}
+            try:
+                self.details = _jsonable(details)
+            except (ValueError, TypeError, RecursionError) as e:  # e.g. a circular structure
+                self.details = {"unserializable_details": f"{type(e).__name__}: {e}"[:300]}
         return obs, reward, terminated, truncated, info
 
 
@@ -508,8 +512,8 @@ def run_eval(cfg: EvalConfig, engine: Any = None, tokenizer: Any = None,
                 if isinstance(engine, HFEngine):
                     _run_batched(todo, cfg.batch_size, lambda b: play(b, tokenizer), save, failed, log)
                 else:
-                    _run_threaded(todo, cfg.concurrency, lambda b: play(b, _LockedTokenizer(tokenizer)), save,
-                                  failed, log)
+                    shared = _LockedTokenizer(tokenizer)  # one lock for all rollout threads
+                    _run_threaded(todo, cfg.concurrency, lambda b: play(b, shared), save, failed, log)
         final = read_progress(out, repair=False)
         summary = summarize_verdicts(final.verdicts.values())
         summary.update(run=cfg.run_label(), model=cfg.model, engine=cfg.engine, failed=len(failed))

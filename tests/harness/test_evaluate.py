@@ -256,6 +256,30 @@ class ScriptedServer:
         self.server.server_close()
 
 
+class InFlightTokenizer:
+    """Delegates to a tokenizer and records how many of its calls ever ran at once."""
+
+    def __init__(self, tok):
+        self._tok, self._lock, self.now, self.most = tok, threading.Lock(), 0, 0
+
+    def __getattr__(self, name):
+        attr = getattr(self._tok, name)
+        if not callable(attr):
+            return attr
+
+        def counted(*a, **k):
+            with self._lock:
+                self.now += 1
+                self.most = max(self.most, self.now)
+            try:
+                time.sleep(0.001)
+                return attr(*a, **k)
+            finally:
+                with self._lock:
+                    self.now -= 1
+        return counted
+
+
 def test_sglang_episodes_run_concurrently(model_dir, tmp_path):
     from harness.models import load_tokenizer
 
@@ -264,9 +288,11 @@ def test_sglang_episodes_run_concurrently(model_dir, tmp_path):
     try:
         c = cfg(model_dir, tmp_path, engine="sglang", server_url=srv.url, n_samples=4, concurrency=8, max_turns=6)
         eng = SGLangEngine(srv.url, eos_token_ids=[srv.im_end])
-        res = run_eval(c, eng, tok, log=lambda s: None)
+        counting = InFlightTokenizer(tok)
+        res = run_eval(c, eng, counting, log=lambda s: None)
         assert res.ran == 8 and not res.failed
         assert srv.max_in_flight() > 1  # requests overlapped: episodes were in flight together
+        assert counting.most == 1  # ... while the shared tokenizer served one thread at a time
         _, verdicts, summary = check_consistent(tmp_path, [("lopd/shop-v0", t, k) for t in ("apples", "mix")
                                                              for k in range(4)])
         assert all(v["pass"] and v["reward"] == 1.0 for v in verdicts)  # the stub's script solves both
