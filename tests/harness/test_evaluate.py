@@ -414,6 +414,20 @@ def test_evalplus_summary_is_pass_at_k_over_samples():
     assert b["official"]["dataset"] == "humaneval" and b["official"]["mode"] == "strict"
 
 
+def test_livecodebench_summary_is_its_pass_at_k():
+    from envs.livecodebench.scoring import pass_at_k
+
+    env = "lopd/livecodebench-v0"
+    grid = {"q1": [True, True], "q2": [False, True], "q3": [False, False]}
+    vs = [V(env, q, k, ok, verdict={"pass": ok, "mode": "official", "note": "public tests only"})
+          for q, oks in grid.items() for k, ok in enumerate(oks)]
+    b = summarize_verdicts(vs)["benchmarks"][env]
+    assert b["source"] == "envs.livecodebench.scoring.pass_at_k"
+    assert b["official"]["pass@k"] == pass_at_k(grid) and b["official"]["pass@k"]["pass@1"] == pytest.approx(0.5)
+    assert b["official"]["public_only"] is True and b["official"]["problems"] == 3
+    assert "WARNING" in format_summary(summarize_verdicts(vs))  # its own printout, public-only note included
+
+
 def test_a_failing_summarizer_falls_back_to_the_generic_summary(monkeypatch):
     from harness import eval_summary
 
