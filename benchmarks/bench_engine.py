@@ -1,6 +1,7 @@
 """Speed of the HF engine against plain ``model.generate`` on the same model, batch and lengths.
 
-Cases (all in one run, alternating ours/peer per repeat, medians reported):
+Cases (all in one run, alternating ours/peer per repeat; medians of tokens per wall second and
+per CPU second of the process, and medians of the ratios of back-to-back runs):
 
 * ``single``: one batched generation of N tokens from P-token prompts. Peers: ``model.generate``
   (no log-probs) and ``model.generate`` returning log-probs (``output_logits``).
@@ -207,17 +208,26 @@ def main(argv: list[str] | None = None) -> int:
         for w in variants:  # warm-up
             fn(args, model, tok, w)
         rates = {w: [] for w in variants}
+        cpu = {w: [] for w in variants}
         for _ in range(args.repeats):
             for w in variants:  # alternate so load spikes hit every variant alike
-                rates[w].append(_rate(fn, args, model, tok, w))
+                r_wall, r_cpu = _rate(fn, args, model, tok, w)
+                rates[w].append(r_wall)
+                cpu[w].append(r_cpu)
         med = {w: statistics.median(r) for w, r in rates.items()}
-        entry = {"tokens_per_s": med, "all": rates,
-                 "ratio_vs_hf": {w: med[w] / med["hf"] for w in variants if w != "hf"}}
+        med_cpu = {w: statistics.median(r) for w, r in cpu.items()}
+        # Ratios of runs made back to back are less exposed to the shared machine's load drift.
+        paired = {w: statistics.median(a / b for a, b in zip(rates[w], rates["hf"])) for w in variants if w != "hf"}
+        paired_cpu = {w: statistics.median(a / b for a, b in zip(cpu[w], cpu["hf"])) for w in variants if w != "hf"}
+        entry = {"tokens_per_s": med, "tokens_per_cpu_s": med_cpu, "all": rates, "all_cpu": cpu,
+                 "ratio_vs_hf": {w: med[w] / med["hf"] for w in variants if w != "hf"},
+                 "paired_ratio_vs_hf": paired, "paired_cpu_ratio_vs_hf": paired_cpu}
         if not args.no_memory:
             entry["peak_mib"] = {w: peak_memory(args, case, w) for w in variants}
         results["cases"][case] = entry
-        print(f"{case}: " + ", ".join(f"{w} {med[w]:.0f} tok/s" for w in variants)
-              + " | ratio " + ", ".join(f"{w}/hf {x:.2f}" for w, x in entry["ratio_vs_hf"].items())
+        print(f"{case}: " + ", ".join(f"{w} {med[w]:.0f} tok/s ({med_cpu[w]:.0f}/cpu-s)" for w in variants)
+              + " | paired ratio wall " + ", ".join(f"{w}/hf {x:.2f}" for w, x in paired.items())
+              + " cpu " + ", ".join(f"{w}/hf {x:.2f}" for w, x in paired_cpu.items())
               + ("" if args.no_memory else " | peak MiB " +
                  ", ".join(f"{w} {m:.1f}" for w, m in entry["peak_mib"].items())), flush=True)
     if args.json:
@@ -225,12 +235,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _rate(fn, args, model, tok, which) -> float:
+def _rate(fn, args, model, tok, which) -> tuple[float, float]:
+    """(tokens per wall second, tokens per CPU second of this process)."""
     sync(args.device)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     n = fn(args, model, tok, which)
     sync(args.device)
-    return n / (time.perf_counter() - t)
+    return n / (time.perf_counter() - t), n / max(time.process_time() - c, 1e-9)
 
 
 if __name__ == "__main__":
