@@ -30,7 +30,7 @@ import torch
 from harness.distributed import sum_floats, sync_gradients
 from harness.learners.base import Learner, LearnerContext, StepBatch
 from harness.learners.common import Timer, pad_id, pad_rows, prompt_messages, seq_count
-from harness.learners.privileged import load_bank, make_embedder
+from harness.learners.privileged import grow_bank, load_bank, make_embedder
 from lopd.coldstart import clip_composer_grads
 from lopd.composer import Composer
 from lopd.config import LOPDConfig
@@ -186,7 +186,7 @@ class LOPDLearner(Learner):
             self.dual.update(torch.tensor([mean_delta]), torch.tensor([1.0]))
         if ctx.cfg.bank.grow:
             with timer("retrieval"):
-                self.bank.add_episodes([r.traj.episode for r in rs], label=f"step-{batch.step}")
+                grow_bank(self.bank, [r.traj.episode for r in rs], ctx.dist, f"step-{batch.step}")
         no_ctx = sum_floats([sum(1 for p in t_pos if not p)], ctx.dist)[0]
         return {"loss": g["loss"], "distill_kl": g["kl_tok"] / max(n_tok, 1.0), "tokens": n_tok,
                 "composer/loss": g["c_loss"], "composer/kl": g["c_kl"] / max(n_roll, 1.0),

@@ -22,7 +22,7 @@ from typing import Literal
 from harness.distributed import sum_floats
 from harness.learners.base import Learner, LearnerContext, StepBatch
 from harness.learners.common import Timer, TokenScorer, distill_update, teacher_prompt
-from harness.learners.privileged import OracleSource, load_bank, make_embedder, reference_text
+from harness.learners.privileged import OracleSource, grow_bank, load_bank, make_embedder, reference_text
 from lopd.config import DistillConfig
 
 DEFAULT_OPSD_FRAMING = ("\n\nReference solution: below is a successful trajectory for this very task. "
@@ -85,7 +85,7 @@ class OPSDLearner(Learner):
         metrics = distill_update(ctx, kept, prompts, self.teacher, self.cfg.distill, timer)
         missing, total = sum_floats([len(batch.rollouts) - len(kept), len(batch.rollouts)], ctx.dist)
         if self.bank is not None and ctx.cfg.bank.grow:
-            self.bank.add_episodes([r.traj.episode for r in batch.rollouts], label=f"step-{batch.step}")
+            grow_bank(self.bank, [r.traj.episode for r in batch.rollouts], ctx.dist, f"step-{batch.step}")
         return {**metrics, "no_oracle_frac": missing / max(total, 1.0), **timer.metrics()}
 
     def save_files(self, directory: Path) -> None:

@@ -116,3 +116,11 @@ def reference_text(env: Any, task: Any) -> str | None:
         traj = run_solver(getattr(env, "unwrapped", env), task.task_id)
         return experience_of(traj) if traj.reward >= 1.0 else None
     return None
+
+
+def grow_bank(bank: ExperienceBank, episodes: list, dist: Any, label: str) -> None:
+    """Add every rank's episodes (the bank keeps the successful training ones) in rank order, so
+    every rank's copy of the bank stays identical."""
+    from harness.distributed import gather_objects
+
+    bank.add_episodes([ep for part in gather_objects(list(episodes), dist) for ep in part], label=label)

@@ -15,8 +15,10 @@ def _snap(module, names=None):
 
 
 def test_latents_fill_the_teacher_prompt_and_all_three_parties_update_as_they_should(tmp_path, shop_traces):
-    tr = make_trainer(tmp_path, "lopd", shop_traces, "lopd.n_retrieved=1", "lopd.composer.qformer.n_latents=4")
+    tr = make_trainer(tmp_path, "lopd", shop_traces, "lopd.n_retrieved=1", "lopd.composer.qformer.n_latents=4",
+                      "bank.grow=true")
     lrn = tr.learner
+    bank0 = len(lrn.bank)
     batch, _ = tr.collect(1)
     for r, x in zip(batch.rollouts, [1.0, 0.0, 0.5, 0.0]):
         r.traj.episode.reward = x
@@ -34,6 +36,7 @@ def test_latents_fill_the_teacher_prompt_and_all_three_parties_update_as_they_sh
     cfg = tr.cfg.lopd.margin
     assert m["composer/beta_next"] == pytest.approx(max(0.0, beta0 + cfg.dual_lr * (cfg.margin - m["composer/delta"])))
     assert lrn.dual.value == m["composer/beta_next"]
+    assert m["bank_size"] == bank0 + 1 == len(lrn.bank)  # the one full-pass rollout joined the bank
     assert any(not torch.equal(composer0[k], p) for k, p in lrn.composer.named_trainable_parameters())
     assert all(torch.equal(frozen0[k], p) for k, p in lrn.composer.backbone.named_parameters() if k in frozen0)
     assert any(not torch.equal(student0[k], p) for k, p in tr.student.named_parameters())
