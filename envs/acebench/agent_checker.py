@@ -35,7 +35,8 @@ def _compare_class(saved: dict[str, Any], answer: dict[str, Any]) -> dict[str, A
     scenario = next(iter(answer))
     expected_attrs = answer[scenario]
     saved_attrs = next(iter(saved.values()))
-    if not isinstance(saved_attrs, dict) or not isinstance(expected_attrs, dict):
+    if not isinstance(saved_attrs, dict) or (saved_attrs and not isinstance(expected_attrs, dict)):
+        # upstream calls .items() on the state; with no attributes saved nothing is compared
         return {
             "valid": False,
             "error": ["the official checker raises on this entry: state is not an object"],
@@ -76,30 +77,44 @@ def _compare_class(saved: dict[str, Any], answer: dict[str, Any]) -> dict[str, A
     return result
 
 
+def _crash(what: str) -> dict[str, Any]:
+    return {
+        "valid": False,
+        "error": [f"the official checker raises on this entry: {what}"],
+        "error_type": "checker_error",
+    }
+
+
 def agent_state_check(saved: Any, answer: Any) -> dict[str, Any]:
-    """End-to-end verdict {valid, error, error_type} of saved class states against the answer."""
+    """End-to-end verdict {valid, error, error_type} of saved class states against the answer.
+
+    A result that is not a list is judged the way upstream's loop treats it: a sized value of
+    another length is "wrong number of class"; anything else would crash upstream (checker_error).
+    """
     answers = answer if isinstance(answer, list) else [answer]
-    if not isinstance(saved, list):
-        return {
-            "valid": False,
-            "error": ["result must be a list of {class: attributes}"],
-            "error_type": "wrong_output_format",
-        }
     out: dict[str, Any] = {"valid": True, "error": [], "error_type": ""}
-    if len(answers) != len(saved):
+    try:
+        n_saved = len(saved)
+    except TypeError:
+        return _crash(f"object of type '{type(saved).__name__}' has no len()")
+    if len(answers) != n_saved:
         out.update(valid=False, error_type="wrong number of class")
         return out
+    if not isinstance(saved, list):  # upstream iterates it: keys of a dict, characters of a string
+        return _crash("a state is not a {class: attributes} object")
     last: dict[str, Any] = {"valid": True}
     for expected in answers:
-        if not isinstance(expected, dict) or not expected:
-            return {
-                "valid": False,
-                "error": ["the official checker raises on this entry: bad answer"],
-                "error_type": "checker_error",
-            }
+        if not isinstance(expected, dict):
+            return _crash("bad answer")
         keys = set(expected)
-        match = next((s for s in saved if isinstance(s, dict) and set(s) == keys), None)
-        if match:
+        match = None
+        for s in saved:  # upstream stops at the first match and calls .keys() on every state before it
+            if not isinstance(s, dict):
+                return _crash("a state is not a {class: attributes} object")
+            if set(s) == keys:
+                match = s
+                break
+        if match:  # an empty state matches nothing here (upstream tests its truth value)
             last = _compare_class(match, expected)
         if not last["valid"]:
             out["valid"] = False

@@ -47,13 +47,17 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 ALL_CATEGORIES = NORMAL_CATEGORIES + SPECIAL_CATEGORIES + AGENT_CATEGORIES
 
 
+_FAMILY_OF = {c: fam for fam, cats in FAMILIES.items() for c in cats}
+
+
 def family_of(category: str) -> str:
     """'normal', 'special' or 'agent' for a category name (with or without a ``data_`` prefix)."""
-    name = category.removeprefix("data_")
-    for fam, cats in FAMILIES.items():
-        if name in cats:
-            return fam
-    raise KeyError(f"unknown ACEBench category {category!r}; known: {', '.join(ALL_CATEGORIES)}")
+    fam = _FAMILY_OF.get(category)  # one lookup: verdicts ask for every entry
+    if fam is None:
+        fam = _FAMILY_OF.get(category.removeprefix("data_"))
+    if fam is None:
+        raise KeyError(f"unknown ACEBench category {category!r}; known: {', '.join(ALL_CATEGORIES)}")
+    return fam
 
 
 @dataclass(frozen=True)
@@ -72,10 +76,11 @@ class Entry:
     mile_stone: list[Any] | None = None
     initial_config: dict[str, Any] = field(default_factory=dict)
     involved_classes: list[str] = field(default_factory=list)
+    family: str = field(init=False, repr=False, compare=False)
+    """'normal', 'special' or 'agent' (from the category; set on creation)."""
 
-    @property
-    def family(self) -> str:
-        return family_of(self.category)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "family", family_of(self.category))
 
 
 def has_acebench() -> bool:

@@ -10,9 +10,10 @@ Prompt format (normal categories). ACEBench first removes ALL whitespace from th
 - Any unary operator on a constant negates it (``+5`` -> ``-5``, ``not True`` -> ``-1``).
 - A bare name is read as its identifier string; ``a[1]`` as the text ``"a[1]"``.
 - A nested call is read as ``{name: {kwargs}}`` (``{name: {}}`` without keywords).
-- Binary operations are evaluated (upstream calls ``eval``). We evaluate only literal operands
-  (numbers, strings, containers) and refuse anything else or anything too large; upstream would
-  also resolve names visible in its module, which we do not.
+- Binary operations are evaluated (upstream calls ``eval``). We never ``eval``:
+  :mod:`envs.acebench.expr_eval` computes the same value for literals, operators, conditionals,
+  subscripts, f-strings and pure builtin/method calls, and refuses names, comprehensions, lambdas
+  and anything too large (upstream would compute those).
 - Sets, f-strings, attribute values, comparisons and lambdas fail to decode.
 
 FC format: a list of ``{name: arguments}`` where arguments is a JSON string (as ACEBench's FC
@@ -29,12 +30,14 @@ from __future__ import annotations
 import ast
 import json
 import math
-import operator
+import re
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from envs.acebench.expr_eval import Budget, evaluate
+
 MAX_DECODE_CHARS = 1_000_000
-_MAX_SEQ = 100_000  # refuse building strings/lists/ints bigger than this (items or bits) in an operation
 
 
 class DecodeError(ValueError):
@@ -55,6 +58,21 @@ class Decoded:
 
 
 # ---- the normal-eval decoder (model_inference.utils.decode_ast) -------------------------------
+
+
+_SOURCE_NAME = "<acebench-output>"
+# Model text often triggers SyntaxWarnings ("invalid decimal literal"): silence them for our own
+# parses only (a filter on this source name costs nothing per call, unlike catch_warnings).
+warnings.filterwarnings("ignore", category=SyntaxWarning, module=re.escape(_SOURCE_NAME))
+
+
+def parse_expression(text: str) -> ast.expr:
+    """``ast.parse(text, mode="eval").body``, with SyntaxErrors worded as ast.parse words them."""
+    try:
+        return compile(text, _SOURCE_NAME, "eval", ast.PyCF_ONLY_AST).body
+    except SyntaxError as e:
+        e.filename = "<unknown>"  # upstream's messages name ast.parse's default source
+        raise
 
 
 def _call_name(func: ast.AST) -> str:
@@ -78,138 +96,40 @@ def _negate_operand(node: ast.UnaryOp) -> Any:
         raise DecodeError(str(e)) from None
 
 
-_BINOPS = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-    ast.LShift: operator.lshift,
-    ast.RShift: operator.rshift,
-    ast.BitOr: operator.or_,
-    ast.BitAnd: operator.and_,
-    ast.BitXor: operator.xor,
-}
-_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert}
-_CMP = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-    ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b,
-    ast.Is: operator.is_,
-    ast.IsNot: operator.is_not,
-}
-
-
-def _size(v: Any) -> int:
-    if isinstance(v, bool):
-        return 0
-    if isinstance(v, int):
-        return v.bit_length()
-    if isinstance(v, (str, bytes, list, tuple)):
-        return len(v)
-    return 0
-
-
-def _guard_binop(op: type, a: Any, b: Any) -> None:
-    """Refuse only what would build a result past the size limit (upstream would just compute it)."""
-    ints = isinstance(a, int) and isinstance(b, int)
-    if op is ast.Pow and ints and b > 0 and max(a.bit_length(), 1) * b > _MAX_SEQ:
-        raise DecodeError("power too large to evaluate")
-    if op is ast.LShift and ints and a.bit_length() + b > _MAX_SEQ:
-        raise DecodeError("shift too large to evaluate")
-    if op is ast.Mult:
-        for seq, k in ((a, b), (b, a)):
-            if (
-                isinstance(seq, (str, bytes, list, tuple))
-                and isinstance(k, int)
-                and len(seq) * max(k, 0) > _MAX_SEQ
-            ):
-                raise DecodeError("repetition too large to evaluate")
-
-
-def _literal_eval(node: ast.AST) -> Any:
-    """Evaluate an expression made only of literals and operators (our stand-in for eval)."""
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        items = [_literal_eval(e) for e in node.elts]
-        return (
-            items
-            if isinstance(node, ast.List)
-            else tuple(items)
-            if isinstance(node, ast.Tuple)
-            else set(items)
-        )
-    if isinstance(node, ast.Dict):
-        if any(k is None for k in node.keys):
-            raise DecodeError("dict unpacking is not evaluated")
-        return {_literal_eval(k): _literal_eval(v) for k, v in zip(node.keys, node.values)}
-    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        return _UNARY[type(node.op)](_literal_eval(node.operand))
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        a, b = _literal_eval(node.left), _literal_eval(node.right)
-        _guard_binop(type(node.op), a, b)
-        out = _BINOPS[type(node.op)](a, b)
-        if _size(out) > _MAX_SEQ:
-            raise DecodeError("result too large")
-        return out
-    if isinstance(node, ast.BoolOp):
-        vals = [_literal_eval(v) for v in node.values]
-        out = vals[0]
-        for v in vals[1:]:
-            out = (out and v) if isinstance(node.op, ast.And) else (out or v)
-        return out
-    if isinstance(node, ast.Compare):
-        left = _literal_eval(node.left)
-        for op, comp in zip(node.ops, node.comparators):
-            right = _literal_eval(comp)
-            if not _CMP[type(op)](left, right):
-                return False
-            left = right
-        return True
-    raise DecodeError(f"name or expression not evaluated: {type(node).__name__}")
-
-
-def _value(node: ast.AST, call_text: bool = False) -> Any:
+def _value(node: ast.AST, call_text: bool = False, budget: Budget | None = None) -> Any:
     """One argument value. ``call_text``: a keyword-less nested call becomes its source text
-    (the agent executor's variant) instead of ``{name: {}}`` (the evaluator's)."""
+    (the agent executor's variant) instead of ``{name: {}}`` (the evaluator's). ``budget``: shared
+    by all evaluated expressions of one output."""
     if isinstance(node, ast.Constant):
         return "..." if node.value is Ellipsis else node.value
     if isinstance(node, ast.UnaryOp):
         return _negate_operand(node)
     if isinstance(node, ast.List):
-        return [_value(v, call_text) for v in node.elts]
+        return [_value(v, call_text, budget) for v in node.elts]
     if isinstance(node, ast.Dict):
         out = {}
         for k, v in zip(node.keys, node.values):
             if k is None:
                 raise DecodeError("Unsupported AST type: <class 'NoneType'>")
-            key = _value(k, call_text)
+            key = _value(k, call_text, budget)
             try:
-                out[key] = _value(v, call_text)
+                out[key] = _value(v, call_text, budget)
             except TypeError as e:  # unhashable key
                 raise DecodeError(str(e)) from None
         return out
     if isinstance(node, ast.BinOp):
         try:
-            return _literal_eval(node)
-        except (TypeError, ValueError, ZeroDivisionError, OverflowError, ArithmeticError) as e:
+            return evaluate(node, budget)
+        except Exception as e:  # upstream's eval: any error fails the decoding
             raise DecodeError(f"{type(e).__name__}: {e}") from None
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Call):
         if call_text and not node.keywords:
             return ast.unparse(node)
-        return resolve_call(node, call_text)
+        return resolve_call(node, call_text, budget)
     if isinstance(node, ast.Tuple):
-        return tuple(_value(v, call_text) for v in node.elts)
+        return tuple(_value(v, call_text, budget) for v in node.elts)
     if isinstance(node, ast.Lambda):
         raise DecodeError("'expr' object is not subscriptable")
     if isinstance(node, ast.Subscript):
@@ -217,11 +137,12 @@ def _value(node: ast.AST, call_text: bool = False) -> Any:
     raise DecodeError(f"Unsupported AST type: {type(node)}")
 
 
-def resolve_call(node: ast.Call, call_text: bool = False) -> dict[Any, Any]:
+def resolve_call(node: ast.Call, call_text: bool = False, budget: Budget | None = None) -> dict[Any, Any]:
     """``{dotted.name: {keyword: value}}`` for one call node; positional arguments are dropped."""
+    budget = budget or Budget()
     args: dict[Any, Any] = {}
     for kw in node.keywords:
-        args[kw.arg] = _value(kw.value, call_text)
+        args[kw.arg] = _value(kw.value, call_text, budget)
     return {_call_name(node.func): args}
 
 
@@ -244,14 +165,15 @@ def decode_prompt(text: Any) -> Decoded:
             None, f"Invalid syntax. Failed to decode AST. output longer than {MAX_DECODE_CHARS}", raw[:200]
         )
     try:
-        body = ast.parse(raw, mode="eval").body
+        body = parse_expression(raw)
         if not isinstance(body, (ast.List, ast.Tuple, ast.Set)):
             raise DecodeError(f"'{type(body).__name__}' object has no attribute 'elts'")
         calls = []
+        budget = Budget()
         for elem in body.elts:
             if not isinstance(elem, ast.Call):
                 raise DecodeError("AssertionError")
-            calls.append(resolve_call(elem))
+            calls.append(resolve_call(elem, budget=budget))
     except (SyntaxError, ValueError, RecursionError, MemoryError, TypeError) as e:
         return Decoded(None, f"Invalid syntax. Failed to decode AST. {e}"[:500], raw)
     return Decoded(calls, None, raw)

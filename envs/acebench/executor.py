@@ -37,7 +37,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from envs.acebench.decode import DecodeError, contains_nonfinite, resolve_call
+from envs.acebench.decode import DecodeError, contains_nonfinite, parse_expression, resolve_call
+from envs.acebench.expr_eval import Budget
 from envs.acebench.scenarios import CLASSES, SAVED_ATTRIBUTES, make_instance, public_methods
 
 Mode = Literal["multi_step", "multi_turn"]
@@ -86,14 +87,15 @@ def decode_execution_message(message: Any, mode: Mode) -> list[ExecCall]:
         func = func + "]"
     cleaned = func.strip("[]'")
     try:
-        body = ast.parse(cleaned, mode="eval").body
+        body = parse_expression(cleaned)
+        budget = Budget()
         if isinstance(body, ast.Call):
-            decoded = [resolve_call(body, call_text=True)]
+            decoded = [resolve_call(body, call_text=True, budget=budget)]
         elif isinstance(body, (ast.Tuple, ast.List)):
             decoded = []
             for elem in body.elts:
                 if isinstance(elem, ast.Call):
-                    decoded.append(resolve_call(elem, call_text=True))
+                    decoded.append(resolve_call(elem, call_text=True, budget=budget))
                 elif mode == "multi_step":
                     raise ValueError("Element is not a function call")
                 # multi_turn: the agent-side check rejects the message (see route_multi_turn)

@@ -39,7 +39,6 @@ True
 from __future__ import annotations
 
 import re
-from collections import Counter
 from typing import Any
 
 TYPE_MAP: dict[str, Any] = {
@@ -62,7 +61,7 @@ TYPE_MAP: dict[str, Any] = {
 }
 NESTED_TYPES = ("array", "tuple", "list(string)", "list(enum)", "object", "objectArray")
 _SUFFIX = re.compile(r"_\d+$")
-_STD = re.compile(r"[ \,\.\/\-\_\*\^]")
+_STD = str.maketrans("", "", " ,./-_*^")  # the characters of upstream's r"[ \,\.\/\-\_\*\^]"
 
 
 class CheckerCrash(Exception):
@@ -71,7 +70,7 @@ class CheckerCrash(Exception):
 
 def standardize(s: str) -> str:
     """ACEBench's standardize_string: drop `` ,./-_*^``, lowercase, single -> double quotes."""
-    return _STD.sub("", s).lower().replace("'", '"')
+    return s.translate(_STD).lower().replace("'", '"')
 
 
 def _ok() -> dict[str, Any]:
@@ -86,15 +85,6 @@ def _answer_type(answer: Any) -> type | None:
     return None if answer == "" else type(answer)
 
 
-def _coerce_bool_string(value: Any) -> Any:
-    if isinstance(value, str):
-        if value == "true":
-            return True
-        if value == "false":
-            return False
-    return value
-
-
 def type_check(
     param: str, value: Any, answer: Any, expected: Any, nested: Any, func_name: str
 ) -> dict[str, Any]:
@@ -102,7 +92,8 @@ def type_check(
     result = {"valid": True, "error": [], "is_variable": False, "error_type": "type_error"}
     answer_type = _answer_type(answer)
     is_variable = answer_type is not None and answer_type != expected
-    value = _coerce_bool_string(value)
+    if type(value) is str:  # upstream: value == "true" -> True, value == "false" -> False
+        value = True if value == "true" else False if value == "false" else value
     if type(value) is expected:
         if nested is None:
             result["is_variable"] = is_variable
@@ -172,7 +163,6 @@ def list_check(param: str, value: list, answer: list, func_name: str) -> dict[st
 def dict_check(param: str, value: Any, answer: Any, func_name: str) -> dict[str, Any]:
     """Equal key counts, known keys, nested dicts recursively, others by str-substring."""
     result = {"valid": True, "error": [], "error_type": "dict_checker:unclear"}
-    msg = f"wrong value for parameter ({param}) of api ({func_name}): [excepted: {answer}, real: [{value}]]"
     if not isinstance(value, dict):
         return _fail(
             f"wrong type for parameter ({param}) of api ({func_name}): [excepted: {answer}, real: [{value}]]",
@@ -181,11 +171,12 @@ def dict_check(param: str, value: Any, answer: Any, func_name: str) -> dict[str,
     if not isinstance(answer, dict):
         raise CheckerCrash(f"'{type(answer).__name__}' object has no attribute 'keys'")
     if len(value) != len(answer):
-        return _fail(msg, "value_error")
+        return _fail(_dict_msg(param, func_name, answer, value), "value_error")
     for key, item in value.items():
-        item = _coerce_bool_string(item)
+        if type(item) is str:
+            item = True if item == "true" else False if item == "false" else item
         if key not in answer:
-            return _fail(msg, "value_error")
+            return _fail(_dict_msg(param, func_name, answer, value), "value_error")
         expected = answer[key]
         if isinstance(expected, dict):
             result = dict_check(param, item, expected, func_name)
@@ -195,8 +186,12 @@ def dict_check(param: str, value: Any, answer: Any, func_name: str) -> dict[str,
             std_value = standardize(item) if type(item) is str else item
             std_answer = standardize(expected) if type(expected) is str else expected
             if str(std_answer) not in str(std_value):
-                return _fail(msg, "value_error")
+                return _fail(_dict_msg(param, func_name, answer, value), "value_error")
     return result
+
+
+def _dict_msg(param: str, func_name: str, answer: Any, value: Any) -> str:
+    return f"wrong value for parameter ({param}) of api ({func_name}): [excepted: {answer}, real: [{value}]]"
 
 
 def list_dict_check(param: str, value: list, answer: Any, func_name: str) -> dict[str, Any]:
@@ -219,11 +214,27 @@ def list_dict_check(param: str, value: list, answer: Any, func_name: str) -> dic
     return result
 
 
+def _length(x: Any) -> int:
+    try:
+        return len(x)
+    except TypeError as e:
+        raise CheckerCrash(str(e)) from e
+
+
 def find_description(docs: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
-    """The first doc whose name is a substring of ``name`` (ACEBench's lookup, quirk included)."""
+    """The first doc whose name is a substring of ``name`` (ACEBench's lookup, quirk included).
+
+    A doc reached before the match that has no string name makes upstream raise: CheckerCrash.
+    """
     for doc in docs:
-        doc_name = doc.get("name") if isinstance(doc, dict) else None
-        if isinstance(doc_name, str) and doc_name in name:
+        if not isinstance(doc, dict) or "name" not in doc:
+            raise CheckerCrash(f"a function doc without a name: {str(doc)[:80]}")
+        doc_name = doc["name"]
+        if not isinstance(doc_name, str):
+            raise CheckerCrash(
+                f"'in <string>' requires string as left operand, not {type(doc_name).__name__}"
+            )
+        if doc_name in name:
             return doc
     return None
 
@@ -277,8 +288,9 @@ def simple_function_check(
         nested = None
         if type_name in NESTED_TYPES:
             items = detail.get("items")
-            nested_name = items.get("type") if isinstance(items, dict) and "type" in items else None
-            if nested_name is None:
+            if isinstance(items, dict) and "type" in items:
+                nested_name = items["type"]  # even null: upstream then fails the type lookup
+            else:
                 nested_name = "string" if "string" in type_name else "enum" if "enum" in type_name else "dict"
             if not isinstance(nested_name, str) or nested_name not in TYPE_MAP:
                 raise CheckerCrash(f"KeyError: {nested_name!r} (item type of {param!r})")
@@ -296,8 +308,11 @@ def simple_function_check(
         if expected is dict:
             result = dict_check(param, value, answer_params[param], func_name)
         elif expected is list and nested is dict:
-            if type_name == "objectArray":  # upstream calls dict_checker with a missing argument here
-                raise CheckerCrash("dict_checker() missing 1 required positional argument: 'func_name'")
+            if type_name == "objectArray":
+                if len(value) != _length(answer_params[param]):
+                    return _fail("Wrong number of parameters for dictionary.", "value_error:dict_items")
+                if value:  # upstream calls dict_checker with a missing argument on the first item
+                    raise CheckerCrash("dict_checker() missing 1 required positional argument: 'func_name'")
             result = list_dict_check(param, value, answer_params[param], func_name)
         elif expected is str:
             result = string_check(param, value, answer_params[param], func_name, category)
@@ -308,17 +323,24 @@ def simple_function_check(
     return _ok()
 
 
+def _count(names: Any) -> dict[Any, int]:
+    out: dict[Any, int] = {}
+    for n in names:
+        out[n] = out.get(n, 0) + 1
+    return out
+
+
 def _normal_check(
     docs: list[dict[str, Any]], calls: list[dict[Any, Any]], answer: dict[str, Any], category: str
 ) -> dict[str, Any]:
+    if len(calls) != _length(answer):  # upstream compares lengths before reading the answer's keys
+        return _fail("The number of functions does not match the answer.", "wrong functions number")
     if not isinstance(answer, dict):
         raise CheckerCrash(f"answer must be an object, got {type(answer).__name__}")
-    if len(calls) != len(answer):
-        return _fail("The number of functions does not match the answer.", "wrong functions number")
     answer_calls = [{_SUFFIX.sub("", k): v} for k, v in answer.items()]
     answer_keys = list(answer)
-    out_names = Counter(k for c in calls for k in c)
-    ans_names = Counter(k for c in answer_calls for k in c)
+    out_names = _count(k for c in calls for k in c)
+    ans_names = _count(k for c in answer_calls for k in c)
     for name in out_names:
         if name not in ans_names:
             return _fail(f"extra function detected: {name} is not in the ground truth", "function_mismatch")

@@ -28,12 +28,13 @@ from envs.acebench.agent_checker import agent_state_check, process_accuracy
 from envs.acebench.data import AGENT_CATEGORIES, NORMAL_CATEGORIES, SPECIAL_CATEGORIES, Entry, family_of
 from envs.acebench.decode import decode_fc, decode_prompt, is_call_list
 from envs.acebench.normal_checker import check_alternatives
-from envs.acebench.special_checker import special_check
+from envs.acebench.special_checker import special_verdict
 
 WEIGHTS = {"special": 0.2676, "normal": 0.578, "agent": 0.1545}
+_MISSING = object()
 
 
-@dataclass
+@dataclass(slots=True)
 class Verdict:
     """One entry's verdict, as ``lopd score --out`` writes it."""
 
@@ -92,8 +93,8 @@ def verdict_normal(entry: Entry, result: Any, fc: bool = False) -> Verdict:
 
 
 def verdict_special(entry: Entry, result: Any) -> Verdict:
-    r = special_check(entry.category, result, entry.ground_truth)
-    return Verdict(entry.id, entry.category, bool(r["valid"]), r["error_type"], r["error"] or None)
+    valid, error, kind = special_verdict(entry.category, result, entry.ground_truth)
+    return Verdict(entry.id, entry.category, valid, kind, [error] if error else None)
 
 
 def verdict_agent(entry: Entry, states: Any, process: Any) -> Verdict:
@@ -120,7 +121,8 @@ def verdict(entry: Entry, row: dict[str, Any] | None, fc: bool = False) -> Verdi
             ["no result line for this id"],
             0.0 if entry.family == "agent" else None,
         )
-    if "result" not in row:
+    result = row.get("result", _MISSING)
+    if result is _MISSING:
         return Verdict(
             entry.id,
             entry.category,
@@ -131,10 +133,11 @@ def verdict(entry: Entry, row: dict[str, Any] | None, fc: bool = False) -> Verdi
         )
     fam = entry.family
     if fam == "normal":
-        return verdict_normal(entry, row["result"], fc)
-    if fam == "special":
-        return verdict_special(entry, row["result"])
-    return verdict_agent(entry, row["result"], row.get("process", []))
+        return verdict_normal(entry, result, fc)
+    if fam == "special":  # verdict_special, inlined: special entries are checked in ~1 us
+        valid, error, kind = special_verdict(entry.category, result, entry.ground_truth)
+        return Verdict(entry.id, entry.category, valid, kind, [error] if error else None)
+    return verdict_agent(entry, result, row.get("process", []))
 
 
 @dataclass

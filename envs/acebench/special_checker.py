@@ -29,85 +29,74 @@ ERROR_PHRASE = "There is incorrect value"
 IRRELEVANT_PHRASE = "the limitations of the function"
 
 
-def _contains(container: Any, item: Any) -> bool:
-    try:
-        return item in container
-    except TypeError as e:
-        raise _Crash(str(e)) from e
+def _check_of(category: str) -> str:
+    """Which check a category gets, by upstream's substring tests in upstream's order ("" for none)."""
+    for check in ("incomplete", "error", "irrelevant"):
+        if check in category:
+            return check
+    return ""
 
 
-class _Crash(Exception):
-    pass
+_CHECKS = {c: _check_of(c) for c in ("special_incomplete", "special_error_param", "special_irrelevant")}
 
 
 def special_check(category: str, result: Any, answer: Any) -> dict[str, Any]:
     """Verdict {valid, error, error_type} for one special entry."""
-    out: dict[str, Any] = {"valid": True, "error": [], "error_type": ""}
+    valid, error, kind = special_verdict(category, result, answer)
+    return {"valid": valid, "error": [error] if error else [], "error_type": kind}
 
-    def fail(msg: str, kind: str) -> None:
-        out.update(valid=False, error=[msg], error_type=kind)
 
-    try:
-        if "incomplete" in category:
-            for name, values in _items(answer):
-                if not _contains(result, INCOMPLETE_PHRASE):
-                    fail(
-                        f"The user's instruction is missing necessary parameters ({values}) for the "
-                        f"({name}), "
-                        "but the model failed to correctly point it out",
-                        "error_detection",
-                    )
-                elif not _contains(result, name):
-                    fail(
-                        f"The user's instruction is missing necessary parameters ({values}) for the "
-                        f"({name}), "
-                        "but the model failed to correctly point it out",
-                        "error_correction",
-                    )
+def special_verdict(category: str, result: Any, answer: Any) -> tuple[bool, str, str]:
+    """(valid, error message or "", error_type) for one special entry: :func:`special_check` as a tuple."""
+    valid, error, kind = True, "", ""
+    check = _CHECKS.get(category) or _check_of(category)
+    try:  # `in` on an unsupported result, or iterating bad answer values, raises upstream: checker_error
+        if check == "incomplete":
+            if type(answer) is not dict:
+                raise _Crash(f"'{type(answer).__name__}' object has no attribute 'items'")
+            for name, values in answer.items():
+                if INCOMPLETE_PHRASE not in result or name not in result:
+                    valid = False
+                    kind = "error_detection" if INCOMPLETE_PHRASE not in result else "error_correction"
+                    error = _missing_msg(values, name)
                 else:
                     for value in values:
-                        if not _contains(result, value):
-                            fail(
-                                f"The user's instruction is missing necessary parameters ({value}) for the "
-                                f"({name}), but the model failed to correctly point it out",
-                                "error_correction",
-                            )
-        elif "error" in category:
-            for name, values in _items(answer):
-                if not _contains(result, ERROR_PHRASE):
-                    fail(
-                        f"The user's instruction contains incorrect values ({values}) of the parameters "
-                        f"({name}), "
-                        "but the model failed to correctly point it out",
-                        "error_detection",
-                    )
+                        if value not in result:
+                            valid, kind, error = False, "error_correction", _missing_msg(value, name)
+        elif check == "error":
+            if type(answer) is not dict:
+                raise _Crash(f"'{type(answer).__name__}' object has no attribute 'items'")
+            for name, values in answer.items():
+                if ERROR_PHRASE not in result:
+                    valid, kind, error = False, "error_detection", _wrong_msg(values, name)
                 else:
                     for value in values:
-                        if not _contains(result, value):
-                            fail(
-                                f"The user's instruction contains incorrect values ({values}) of the "
-                                "parameters "
-                                f"({name}), but the model failed to correctly point it out",
-                                "error_correction",
-                            )
-        elif "irrelevant" in category:
-            if not _contains(result, IRRELEVANT_PHRASE):
-                fail(
-                    "The model cannot solve this problem, due to the limitations of the function",
-                    "error_detection",
-                )
+                        if value not in result:
+                            valid, kind, error = False, "error_correction", _wrong_msg(values, name)
+        elif check == "irrelevant":
+            if IRRELEVANT_PHRASE not in result:
+                valid, kind = False, "error_detection"
+                error = "The model cannot solve this problem, due to the limitations of the function"
         else:
-            fail(f"not a special category: {category}", "checker_error")
+            valid, kind, error = False, "checker_error", f"not a special category: {category}"
     except (_Crash, TypeError) as e:
-        return {
-            "valid": False,
-            "error": [f"the official checker raises on this output: {e}"],
-            "error_type": "checker_error",
-        }
-    return out
+        return False, f"the official checker raises on this output: {e}", "checker_error"
+    return valid, error, kind
 
 
-def _items(answer: Any) -> list[tuple[Any, Any]]:
-    if not isinstance(answer, dict):
-        raise _Crash(f"'{type(answer).__name__}' object has no attribute 'items'")
-    return list(answer.items())
+def _missing_msg(values: Any, name: Any) -> str:
+    return (
+        f"The user's instruction is missing necessary parameters ({values}) for the ({name}), "
+        "but the model failed to correctly point it out"
+    )
+
+
+def _wrong_msg(values: Any, name: Any) -> str:
+    return (
+        f"The user's instruction contains incorrect values ({values}) of the parameters ({name}), "
+        "but the model failed to correctly point it out"
+    )
+
+
+class _Crash(Exception):
+    pass

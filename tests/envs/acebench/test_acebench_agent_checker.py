@@ -56,7 +56,23 @@ def test_quirk_unmatched_class_names_reuse_the_previous_verdict():
 def test_bad_results_do_not_crash():
     assert check("nope", [BASE])[0] is False
     assert check([{"BaseApi": "x"}], [BASE]) == (False, "checker_error")
-    assert check([BASE], [{}]) == (False, "checker_error")
+    assert check(None, [BASE]) == (False, "checker_error")  # len(None) raises upstream
+
+
+def test_non_list_results_are_judged_like_upstream_loop():
+    # Regressions found by the official agreement check (benchmarks/acebench_official_agreement.py):
+    # upstream takes len() of any result, then iterates it.
+    assert check("nope", [BASE]) == (False, "wrong number of class")
+    assert check({"BaseApi": {}}, [BASE, INBOX]) == (False, "wrong number of class")
+    assert check("x", [BASE]) == (False, "checker_error")  # same length: iterating a string crashes
+    assert check({"BaseApi": {}}, [BASE]) == (False, "checker_error")  # iterating a dict gives its keys
+    assert check([BASE, "x"], [BASE, INBOX]) == (False, "checker_error")  # .keys() on a string
+
+
+def test_quirk_empty_answers_and_empty_states_are_never_compared():
+    assert check([BASE], [{}]) == (True, "")  # nothing has an empty key set except {} (falsy)
+    assert check([{}], [BASE]) == (True, "")
+    assert check([{"BaseApi": {}}], [{"BaseApi": [1]}]) == (True, "")  # no saved attribute to compare
 
 
 def test_process_accuracy_is_an_ordered_subsequence_share():

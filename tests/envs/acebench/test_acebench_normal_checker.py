@@ -302,3 +302,46 @@ def test_mutations_on_real_entries():
         False,
         "wrong functions number",
     )
+
+
+# ---- regressions found by the same-run agreement check against the official evaluator
+# (benchmarks/acebench_official_agreement.py, synthetic entries); each verdict below is the official one.
+
+
+def test_object_array_params_like_upstream():
+    objs = doc("f", {"items": {"type": "objectArray"}}, required=["items"])
+    answer = {"f": {"items": [{"a": "x"}, {"a": "y"}]}}
+    # a different count is a plain failure; an equal count reaches upstream's broken dict_checker call
+    assert verdict("[f(items=[{'a':'x'}])]", answer, [objs]) == (False, "value_error:dict_items")
+    assert verdict("[f(items=[])]", answer, [objs]) == (False, "value_error:dict_items")
+    assert verdict("[f(items=[{'a':'x'},{'a':'y'}])]", answer, [objs]) == (False, "checker_error")
+    assert verdict("[f(items=[])]", {"f": {"items": []}}, [objs]) == (False, "type_error")
+
+
+def test_docs_without_a_string_name_crash_upstream_only_when_reached():
+    f = doc("f", {"s": {"type": "string"}}, required=["s"])
+    nameless = {"description": "no name"}
+    answer = {"f": {"s": "a"}}
+    assert verdict("[f(s='a')]", answer, [nameless, f]) == (False, "checker_error")
+    assert verdict("[f(s='a')]", answer, [f, nameless]) == (True, "")
+    assert verdict("[f(s='a')]", answer, [doc(5, {}), f]) == (False, "checker_error")
+    with pytest.raises(Exception, match="without a name"):
+        find_description([nameless, f], "f")
+
+
+def test_null_item_type_crashes_upstream():
+    arr = doc("f", {"l": {"type": "array", "items": {"type": None}}}, required=["l"])
+    assert verdict("[f(l=['a'])]", {"f": {"l": ["a"]}}, [arr]) == (False, "checker_error")
+    # a non-object "items" is ignored: the item type comes from the type name ("dict" here)
+    arr = doc("f", {"l": {"type": "array", "items": "string"}}, required=["l"])
+    assert verdict("[f(l=['a'])]", {"f": {"l": ["a"]}}, [arr])[0] is False
+
+
+def test_call_count_is_compared_before_the_answer_is_read():
+    f = doc("f", {"s": {"type": "string"}}, required=["s"])
+    r = normal_check([f], [{"f": {"s": "a"}}], "ab", "normal_atom_bool")
+    assert (r["valid"], r["error_type"]) == (False, "wrong functions number")
+    r = normal_check([f], [{"f": {"s": "a"}}], ["x"], "normal_atom_bool")
+    assert (r["valid"], r["error_type"]) == (False, "checker_error")
+    r = normal_check([f], [{"f": {"s": "a"}}], 7, "normal_atom_bool")
+    assert (r["valid"], r["error_type"]) == (False, "checker_error")
