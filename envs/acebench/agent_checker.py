@@ -106,14 +106,18 @@ def agent_state_check(saved: Any, answer: Any) -> dict[str, Any]:
     for expected in answers:
         if not isinstance(expected, dict):
             return _crash("bad answer")
-        keys = set(expected)
+        n_keys = len(expected)
         match = None
         for s in saved:  # upstream stops at the first match and calls .keys() on every state before it
-            if not isinstance(s, dict):
+            if type(s) is not dict:
                 return _crash("a state is not a {class: attributes} object")
-            if set(s) == keys:
-                match = s
-                break
+            if len(s) == n_keys:  # set(s) == set(expected) without building sets: same size, all known
+                for k in s:
+                    if k not in expected:
+                        break
+                else:
+                    match = s
+                    break
         if match:  # an empty state matches nothing here (upstream tests its truth value)
             last = _compare_class(match, expected)
         if not last["valid"]:
