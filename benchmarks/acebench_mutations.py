@@ -28,6 +28,8 @@ from envs.acebench.data import Entry
 from envs.acebench.ground_truth import milestone_lists, normal_output, replay_agent, special_output
 
 _SUFFIX = re.compile(r"_\d+$")
+NO_PROCESS = "__no_process_key__"
+"""As a process: the result line has no "process" key at all."""
 Case = tuple[str, Any, Any]
 
 
@@ -305,6 +307,11 @@ def agent_cases(entry: Entry) -> Iterator[Case]:
         mod = copy.deepcopy(saved)
         mod[0] = {cls.lower(): mod[0][cls]}
         yield "renamed_class", mod, process
+    if saved:
+        broken = copy.deepcopy(saved)
+        broken.append({"ExtraApi": {}})  # an invalid state, so upstream computes the process share
+        yield "process_non_strings", broken, [*process[:1], None, 3, ["x"]]
+        yield "process_missing", broken, NO_PROCESS
     yield "states_as_dict", {"BaseApi": {}}, process
     yield "states_as_string", "done", process
 

@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.acebench_mutations import NO_PROCESS  # noqa: E402
 from benchmarks.acebench_mutations import agent_cases, fuzz_cases, normal_cases, special_cases  # noqa: E402
 from benchmarks.acebench_synthetic import CATEGORY as SYNTHETIC_CATEGORY  # noqa: E402
 from benchmarks.acebench_synthetic import synthetic_items  # noqa: E402
@@ -65,7 +66,7 @@ def build_cases(
             "label": label.split(":")[0],
             "result": result,
         }
-        if process is not None:
+        if process is not None and process != NO_PROCESS:
             case["process"] = process
         cases.append(case)
 

@@ -219,6 +219,7 @@ _VALUE_EXPRS = [
     ("positional_only", "'abc'"),
     ("keyword_twice", "s='abc', s='abc'"),
     ("walrus", "s=(y:='abc')"),
+    ("null_byte", "s='abc'\x00"),
     ("starred_list", "s=[*'abc']"),
     ("comprehension", "s=[c for c in 'abc']"),
     ("generator_value", "s=(c for c in 'a')"),

@@ -127,28 +127,39 @@ def agent_state_check(saved: Any, answer: Any) -> dict[str, Any]:
     return out
 
 
-def _subsequence_share(process: list[Any], milestones: list[Any]) -> float:
-    found, pos = 0, 0
-    for stone in milestones:
-        while pos < len(process):
-            pos += 1
-            if _strip(process[pos - 1]) == _strip(stone):
-                found += 1
-                break
-    return 1.0 if not milestones else found / len(milestones)
+class ProcessCrash(Exception):
+    """Where upstream's process accuracy raises (and takes the whole category file down with it)."""
 
 
-def _strip(x: Any) -> Any:
-    return x.strip() if isinstance(x, str) else x
+def _subsequence_share(process: Any, milestones: Any) -> float:
+    """Share of ``milestones`` found in order in ``process``; raises ProcessCrash where upstream raises
+    (a process item or milestone that is not a string, a process without len() or indexing)."""
+    try:
+        n = len(process)
+        found, pos = 0, 0
+        for stone in milestones:
+            while pos < n:
+                item = process[pos]
+                pos += 1
+                if item.strip() == stone.strip():
+                    found += 1
+                    break
+        return found / len(milestones) if len(milestones) else 1.0
+    except (TypeError, AttributeError, KeyError, IndexError) as e:
+        raise ProcessCrash(f"{type(e).__name__}: {e}") from None
 
 
 def process_accuracy(process: Any, mile_stone: Any) -> float:
     """One failed entry's process accuracy, as upstream adds it to the category total.
 
     Several milestone lists: the best share rounded to 3 places; one list: the unrounded share.
+    Raises :class:`ProcessCrash` where upstream raises: an empty or missing mile_stone, or a process
+    item reached by the search that is not a string.
     """
-    process = process if isinstance(process, list) else []
-    stones = mile_stone if isinstance(mile_stone, list) else []
-    if stones and isinstance(stones[0], list):
-        return max(round(_subsequence_share(process, s if isinstance(s, list) else []), 3) for s in stones)
-    return _subsequence_share(process, stones)
+    try:
+        several = isinstance(mile_stone[0], list)
+    except (TypeError, IndexError, KeyError) as e:
+        raise ProcessCrash(f"{type(e).__name__}: {e}") from None
+    if several:
+        return max(round(_subsequence_share(process, s), 3) for s in mile_stone)
+    return _subsequence_share(process, mile_stone)

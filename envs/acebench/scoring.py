@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from envs.acebench.agent_checker import agent_state_check, process_accuracy
+from envs.acebench.agent_checker import ProcessCrash, agent_state_check, process_accuracy
 from envs.acebench.data import AGENT_CATEGORIES, NORMAL_CATEGORIES, SPECIAL_CATEGORIES, Entry, family_of
 from envs.acebench.decode import decode_fc, decode_prompt, is_call_list
 from envs.acebench.normal_checker import check_alternatives
@@ -32,6 +32,8 @@ from envs.acebench.special_checker import special_verdict
 
 WEIGHTS = {"special": 0.2676, "normal": 0.578, "agent": 0.1545}
 _MISSING = object()
+NO_PROCESS: Any = object()
+"""The ``process`` of a result line that has none (upstream raises when it needs it)."""
 
 
 @dataclass(slots=True)
@@ -98,8 +100,23 @@ def verdict_special(entry: Entry, result: Any) -> Verdict:
 
 
 def verdict_agent(entry: Entry, states: Any, process: Any) -> Verdict:
+    """Agent verdict; ``process`` is :data:`NO_PROCESS` when the result line has none."""
     r = agent_state_check(states, entry.ground_truth)
-    share = 1.0 if r["valid"] else process_accuracy(process, entry.mile_stone)
+    share = 1.0
+    if not r["valid"]:  # upstream reads the process of failed entries only
+        try:
+            if process is NO_PROCESS:
+                raise ProcessCrash("KeyError: 'process'")
+            share = process_accuracy(process, entry.mile_stone)
+        except ProcessCrash as e:
+            return Verdict(
+                entry.id,
+                entry.category,
+                False,
+                "checker_error",
+                [f"the official checker raises on this entry's process: {e}"],
+                0.0,
+            )
     return Verdict(
         entry.id,
         entry.category,
@@ -137,7 +154,7 @@ def verdict(entry: Entry, row: dict[str, Any] | None, fc: bool = False) -> Verdi
     if fam == "special":  # verdict_special, inlined: special entries are checked in ~1 us
         valid, error, kind = special_verdict(entry.category, result, entry.ground_truth)
         return Verdict(entry.id, entry.category, valid, kind, [error] if error else None)
-    return verdict_agent(entry, result, row.get("process", []))
+    return verdict_agent(entry, result, row.get("process", NO_PROCESS))
 
 
 @dataclass

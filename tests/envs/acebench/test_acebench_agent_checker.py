@@ -1,6 +1,8 @@
 """End-to-end and process accuracy for agent entries, with ACEBench's quirks."""
 
-from envs.acebench.agent_checker import agent_state_check, process_accuracy
+import pytest
+
+from envs.acebench.agent_checker import ProcessCrash, agent_state_check, process_accuracy
 
 BASE = {"BaseApi": {"wifi": True, "logged_in": True}}
 INBOX = {"MessageApi": {"inbox": {"1": {"m": "a"}, "7": {"m": "b"}}}}
@@ -83,7 +85,21 @@ def test_process_accuracy_is_an_ordered_subsequence_share():
     assert process_accuracy(["[a()]", "[x()]", "[c()]"], stones) == 1 / 3
     assert process_accuracy(["[c()]", "[b()]", "[a()]"], stones) == 1 / 3
     assert process_accuracy([], stones) == 0.0
-    assert process_accuracy(["[a()]"], []) == 1.0
+    assert process_accuracy(["[a()]"], [[]]) == 1.0  # an empty alternative list counts as found
+
+
+def test_process_accuracy_raises_where_upstream_raises():
+    # Regressions from the official agreement check: upstream's agent_eval_process calls .strip() on
+    # every process item its search reaches and reads mile_stone[0] and the result's "process" key.
+    stones = ["[a()]", "[b()]"]
+    for process in ([None, "[a()]"], ["[a()]", 3], [["[a()]"]], None, 5):
+        with pytest.raises(ProcessCrash):
+            process_accuracy(process, stones)
+    assert process_accuracy(["[a()]", "[b()]", None], stones) == 1.0  # the search never reaches None
+    assert process_accuracy("[a()]", ["a"]) == 1.0  # a string is searched character by character
+    for mile_stone in ([], None):
+        with pytest.raises(ProcessCrash):
+            process_accuracy(["[a()]"], mile_stone)
     # alternatives: the best share, rounded to 3 places
     assert process_accuracy(["[a()]", "[c()]"], [stones, ["[a()]", "[c()]", "[d()]"]]) == 0.667
-    assert process_accuracy("garbage", stones) == 0.0 and process_accuracy([1, None], stones) == 0.0
+    assert process_accuracy("garbage", stones) == 0.0  # searched character by character, like upstream

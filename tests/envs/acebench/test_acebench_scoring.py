@@ -75,3 +75,30 @@ def _all():
 )
 def test_fc_to_prompt(calls, text):
     assert fc_to_prompt(calls) == text
+
+
+def test_agent_process_of_failed_entries_must_be_readable_like_upstream():
+    # Regressions from the official agreement check: upstream reads row["process"] of failed entries
+    # and strips each item; either failing crashes its evaluation of the whole category.
+    from envs.acebench.data import Entry
+    from envs.acebench.scoring import verdict
+
+    entry = Entry(
+        "agent_multi_step_0",
+        "agent_multi_step",
+        "en",
+        "q",
+        [],
+        [{"BaseApi": {"wifi": True}}],
+        mile_stone=["[a()]"],
+    )
+    bad = [{"BaseApi": {"wifi": False}}]
+    v = verdict(entry, {"id": entry.id, "result": bad})
+    assert (v.valid, v.error_type, v.process) == (False, "checker_error", 0.0)
+    v = verdict(entry, {"id": entry.id, "result": bad, "process": [None]})
+    assert (v.valid, v.error_type, v.process) == (False, "checker_error", 0.0)
+    v = verdict(entry, {"id": entry.id, "result": bad, "process": ["[a()] "]})
+    assert (v.valid, v.error_type, v.process) == (False, "class attributes wrong", 1.0)
+    good = [{"BaseApi": {"wifi": True}}]
+    v = verdict(entry, {"id": entry.id, "result": good})  # a success never reads the process
+    assert (v.valid, v.process) == (True, 1.0)
