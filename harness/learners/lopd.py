@@ -21,6 +21,8 @@ loads (it is also the anchor c_phi0).
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +54,9 @@ class LOPDLearnerConfig(LOPDConfig):
     """First-user-message framing of the latent reference: holds ``{latents}`` and ``{task}``."""
     composer_seed: int = 0
     """Seed of the QFormer's and LoRA's initialisation."""
+    anchor_cache_size: int = 4096
+    """(task, experience) pairs whose anchor latents c_phi0 are kept between steps (the anchor
+    composer never changes, so they are computed once); 0 recomputes them every step."""
 
 
 def latent_teacher_prompt(tokenizer: Any, episode: Any, n_latents: int, framing: str,
@@ -69,6 +74,22 @@ def latent_teacher_prompt(tokenizer: Any, episode: Any, n_latents: int, framing:
     text = tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True, **template_kwargs)
     enc = encode_with_latents(tokenizer, text, n_latents)
     return enc.ids, enc.positions
+
+
+def _new_cache(config: Any) -> Any:
+    from transformers import DynamicCache
+
+    try:
+        return DynamicCache(config=config)
+    except TypeError:  # older transformers
+        return DynamicCache()
+
+
+def _cache_kw(decoder: Any) -> str:
+    """transformers 5 names the KV-cache argument ``cache``; 4.x ``past_key_values``."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"
 
 
 class LOPDLearner(Learner):
@@ -89,6 +110,7 @@ class LOPDLearner(Learner):
         self.optimizer = torch.optim.AdamW(self.composer.trainable_parameters(), lr=oc.lr, weight_decay=oc.weight_decay)
         self.dual = DualVariable(self.cfg.margin)
         self.bank = load_bank(ctx.cfg.bank)
+        self._anchor: OrderedDict[str, torch.Tensor] = OrderedDict()
 
     def retrieve(self, tasks: list) -> list[list[str]]:
         """Experience texts per task, best first (``n_retrieved`` at most)."""
@@ -98,12 +120,57 @@ class LOPDLearner(Learner):
                                 task_ids=[t.task_id for t in tasks], exclude_self=not self.cfg.allow_self_retrieval)
         return [[h.experience.text for h in row] for row in hits]
 
+    @torch.no_grad()
+    def anchors(self, tasks: list, exps: list[list[str]]) -> list[torch.Tensor]:
+        """c_phi0 per task: the anchor composer's latents, from the cache where it has them."""
+        key = [[hashlib.sha1(f"{t.prompt}\0{e}".encode("utf-8", "surrogatepass")).hexdigest() for e in es]
+               for t, es in zip(tasks, exps)]
+        todo = {k: (t.prompt, e) for t, ks, es in zip(tasks, key, exps) for k, e in zip(ks, es) if k not in self._anchor}
+        if todo:
+            got = self.composer.encode([t for t, _ in todo.values()], [[e] for _, e in todo.values()], anchor=True)
+            fresh = dict(zip(todo, got))
+        else:
+            fresh = {}
+        out = []
+        d = self.composer.qformer.d
+        for ks in key:
+            parts = [fresh[k] if k in fresh else self._anchor[k].to(self.ctx.device) for k in ks]
+            out.append(torch.cat(parts) if parts else self.composer.qformer.queries.new_zeros(0, d))
+        if self.cfg.anchor_cache_size > 0:
+            for k, v in fresh.items():
+                self._anchor[k] = v.detach().cpu()
+            for k in [k for ks in key for k in ks]:
+                self._anchor.move_to_end(k)
+            while len(self._anchor) > self.cfg.anchor_cache_size:
+                self._anchor.popitem(last=False)
+        return out
+
     def teacher_logits(self, ids: torch.Tensor, attn: torch.Tensor, positions: list[list[int]],
-                       latents: list[torch.Tensor | None], at: torch.Tensor) -> torch.Tensor:
-        """The frozen teacher's logits [B, N, V] at ``at``, latents spliced in (grads reach them)."""
+                       latents: list[torch.Tensor | None], at: torch.Tensor,
+                       at_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The frozen teacher's logits [B, N, V] at ``at`` (``at_mask``: which entries are real),
+        latents spliced in (grads reach them).
+
+        The activations before the first latent do not depend on the composer, so with gradients on
+        they are computed without a graph and enter as a KV cache: the same logits and latent
+        gradients, with backward work only over the tokens from the first latent on.
+        """
         embeds = inject_batch(self.composer.input_embeddings()(ids), positions, latents)
+        real = at[at_mask.to(at.device)] if at_mask is not None else at.reshape(-1)
+        split = min([p[0] for p in positions if p] + [int(real.min()) if real.numel() else 0, ids.shape[1] - 1])
         with self.composer.teacher_mode() as lm:
-            h = lm.get_decoder()(inputs_embeds=embeds, attention_mask=attn, use_cache=False).last_hidden_state
+            dec = lm.get_decoder()
+            if torch.is_grad_enabled() and split > 1:
+                cache = _new_cache(lm.config)
+                with torch.no_grad():
+                    dec(inputs_embeds=embeds[:, :split], attention_mask=attn[:, :split], use_cache=True,
+                        **{_cache_kw(dec): cache})
+                pos = torch.arange(split, ids.shape[1], device=ids.device).unsqueeze(0).expand(ids.shape[0], -1)
+                h = dec(inputs_embeds=embeds[:, split:], attention_mask=attn, position_ids=pos, use_cache=True,
+                        **{_cache_kw(dec): cache}).last_hidden_state
+                at = at - split
+            else:
+                h = dec(inputs_embeds=embeds, attention_mask=attn, use_cache=False).last_hidden_state
             rows = torch.arange(h.shape[0], device=h.device).unsqueeze(-1)
             return lm.get_output_embeddings()(h[rows, at.to(h.device)]).float()
 
@@ -115,9 +182,9 @@ class LOPDLearner(Learner):
             exps = self.retrieve(tasks)
         with timer("composer"), torch.set_grad_enabled(train):
             lat = dict(zip([t.task_id for t in tasks], self.composer.encode([t.prompt for t in tasks], exps)))
-            anchor = dict(zip([t.task_id for t in tasks],
-                              self.composer.encode([t.prompt for t in tasks], exps, anchor=True)))  \
-                if cfg.margin.anchor_weight else {k: v.detach() for k, v in lat.items()}
+        with timer("composer"):
+            anchor = dict(zip([t.task_id for t in tasks], self.anchors(tasks, exps))) if cfg.margin.anchor_weight \
+                else {k: v.detach() for k, v in lat.items()}
         leaf = {k: v.detach().requires_grad_(train and v.numel() > 0) for k, v in lat.items()}
         s_rows = [r.traj.token_ids for r in rs]
         s_masks = [r.traj.loss_mask for r in rs]
@@ -150,7 +217,7 @@ class LOPDLearner(Learner):
             with timer("teacher"), torch.set_grad_enabled(train):
                 t_ids, t_attn = pad_rows([t_rows[i] for i in idx], pid, ctx.device)
                 t_logits = self.teacher_logits(t_ids, t_attn, [t_pos[i] for i in idx],
-                                               [x if x.numel() else None for x in lats], al.teacher_pos)
+                                               [x if x.numel() else None for x in lats], al.teacher_pos, al.mask)
                 top_ids, top_logp = teacher_topk(t_logits.detach(), cfg.distill.top_k)
             with timer("student"):
                 s_ids, s_attn = pad_rows([s_rows[i] for i in idx], pid, ctx.device)
@@ -213,12 +280,13 @@ class LOPDLearner(Learner):
     # ---- checkpoint state ------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         return {"composer": self.composer.trainable_state_dict(), "optimizer": self.optimizer.state_dict(),
-                "dual": self.dual.state_dict()}
+                "dual": self.dual.state_dict(), "anchor_cache": list(self._anchor.items())}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.composer.load_trainable_state_dict(state["composer"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.dual.load_state_dict(state["dual"])
+        self._anchor = OrderedDict(state.get("anchor_cache", []))
 
     def save_files(self, directory: Path) -> None:
         self.bank.save(directory / "bank")

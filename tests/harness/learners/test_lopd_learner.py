@@ -62,3 +62,40 @@ def test_empty_bank_leaves_the_teacher_without_context(tmp_path):
     # the teacher is then the initial model on the student's own prompt: the same as the student at step 1
     assert m["no_latent_frac"] == 1.0 and m["distill_kl"] == pytest.approx(0.0, abs=1e-6)
     tr.close()
+
+
+def test_teacher_prefix_without_graph_gives_the_same_logits_and_latent_gradients(tmp_path, shop_traces):
+    from harness.learners.common import pad_rows
+    from lopd.latent import inject_batch
+
+    tr = make_trainer(tmp_path, "lopd", shop_traces, "lopd.composer.qformer.n_latents=4")
+    lrn = tr.learner
+    batch, _ = tr.collect(1)
+    lat = lrn.composer.encode([batch.rollouts[0].task.prompt], lrn.retrieve([batch.rollouts[0].task]))[0].detach()
+    rows, pos = [], []
+    for r in batch.rollouts:
+        ids, p = latent_teacher_prompt(tr.tokenizer, r.traj.episode, lat.shape[0], lrn.cfg.framing, {})
+        rows.append(ids + r.traj.token_ids[r.prompt_len:])
+        pos.append(p)
+    ids, attn = pad_rows(rows, 0)
+    for at in (torch.tensor([[len(rows[0]) - 5, len(rows[0]) - 2]] * len(rows)),  # split at the first latent
+               torch.tensor([[5, len(rows[0]) - 5, len(rows[0]) - 2]] * len(rows))):  # split before it
+        leaf = lat.clone().requires_grad_(True)
+        split = lrn.teacher_logits(ids, attn, pos, [leaf] * len(rows), at)  # grads on: prefix as a KV cache
+        split.sum().backward()
+        ref_leaf = lat.clone().requires_grad_(True)
+        with lrn.composer.teacher_mode() as lm:  # the plain full forward
+            emb = inject_batch(lrn.composer.input_embeddings()(ids), pos, [ref_leaf] * len(rows))
+            h = lm.get_decoder()(inputs_embeds=emb, attention_mask=attn, use_cache=False).last_hidden_state
+            full = lm.get_output_embeddings()(h[torch.arange(len(rows))[:, None], at]).float()
+        full.sum().backward()
+        torch.testing.assert_close(split.detach(), full.detach(), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(leaf.grad, ref_leaf.grad, atol=1e-6, rtol=1e-4)
+        assert ref_leaf.grad.abs().max() > 0
+    # anchor latents are cached between steps and equal a fresh encoding
+    tasks, exps = [batch.rollouts[0].task], lrn.retrieve([batch.rollouts[0].task])
+    first = lrn.anchors(tasks, exps)[0]
+    assert len(lrn._anchor) == len(exps[0])
+    torch.testing.assert_close(lrn.anchors(tasks, exps)[0], first)
+    torch.testing.assert_close(first, lrn.composer.encode([tasks[0].prompt], exps, anchor=True)[0], atol=1e-6, rtol=1e-5)
+    tr.close()
