@@ -102,7 +102,7 @@ def main() -> int:
     ap.add_argument("--official-python", default=OFFICIAL_PYTHON)
     ap.add_argument(
         "--inner",
-        default='{"normal": 1, "special": 100, "agent": 20}',
+        default='{"normal": 2, "special": 200, "agent": 40}',
         help="passes per family within one timing (short families need many to be measurable)",
     )
     args = ap.parse_args()
@@ -119,34 +119,43 @@ def main() -> int:
     off_cases = official_cases(cases) if have_official else []
     runs: dict[str, list[float]] = {k: [] for k in ("normal", "special", "agent", "agent_replay")}
     official: dict[str, list[float]] = {k: [] for k in ("normal", "special", "agent")}
-    for _ in range(args.repeats):
+
+    def time_ours() -> None:
         for fam in ("normal", "special", "agent"):
             runs[fam].append(len(cases[fam]) / time_family(cases[fam], inner[fam]))
         runs["agent_replay"].append(len(cases["agent"]) / time_agent_replay(cases["agent"]))
-        if have_official:
-            _, timing = run_official(args.official_python, off_cases, mode="bench", inner=inner)
-            for fam, seconds in timing.items():
-                official[fam].append(len(cases[fam]) / seconds)
+
+    def time_official() -> None:
+        _, timing = run_official(args.official_python, off_cases, mode="bench", inner=inner)
+        for fam, seconds in timing.items():
+            official[fam].append(len(cases[fam]) / seconds)
+
+    for i in range(args.repeats):  # alternate which side goes first: the machine's load drifts
+        for step in (time_ours, time_official) if i % 2 == 0 else (time_official, time_ours):
+            if step is time_ours or have_official:
+                step()
     print(
         f"python {platform.python_version()} on {platform.machine()} ({platform.platform()}), "
         f"{args.repeats} repeats, languages {args.languages}, passes per timing {inner}, "
         f"{time.strftime('%Y-%m-%d %H:%M')}"
     )
     print(
-        "| family | entries | ours median entries/s | ours min | ours max | official median entries/s "
-        "| official min | official max | ours / official |"
+        "| family | entries | ours median entries/s (min-max) | official median entries/s (min-max) "
+        "| ratio of medians | paired ratio median (min-max) |"
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for fam, rates in runs.items():
         n = len(cases["agent" if fam == "agent_replay" else fam])
-        ours = f"{statistics.median(rates):,.0f} | {min(rates):,.0f} | {max(rates):,.0f}"
+        ours = f"{statistics.median(rates):,.0f} ({min(rates):,.0f}-{max(rates):,.0f})"
         off = official.get(fam) or []
         if off:
-            peer = f"{statistics.median(off):,.0f} | {min(off):,.0f} | {max(off):,.0f}"
+            peer = f"{statistics.median(off):,.0f} ({min(off):,.0f}-{max(off):,.0f})"
             ratio = f"{statistics.median(rates) / statistics.median(off):.2f}"
+            paired = [a / b for a, b in zip(rates, off)]  # same repeat: similar machine load
+            pr = f"{statistics.median(paired):.2f} ({min(paired):.2f}-{max(paired):.2f})"
         else:
-            peer, ratio = "- | - | -", "-"
-        print(f"| {fam} | {n} | {ours} | {peer} | {ratio} |")
+            peer, ratio, pr = "-", "-", "-"
+        print(f"| {fam} | {n} | {ours} | {peer} | {ratio} | {pr} |")
     return 0
 
 
