@@ -36,7 +36,7 @@ from benchmarks.acebench_mutations import agent_cases, fuzz_cases, normal_cases,
 from benchmarks.acebench_synthetic import CATEGORY as SYNTHETIC_CATEGORY  # noqa: E402
 from benchmarks.acebench_synthetic import synthetic_items  # noqa: E402
 from envs.acebench.data import ALL_CATEGORIES, LANGUAGES, Entry, family_of, load_category  # noqa: E402
-from envs.acebench.scoring import category_score, verdict  # noqa: E402
+from envs.acebench.scoring import category_score, summary, verdict  # noqa: E402
 from envs.data import data_dir  # noqa: E402
 
 OFFICIAL_DIR = Path("/tmp/acebench_official")
@@ -232,6 +232,35 @@ def compare_categories(rounds: list[dict], official_rows: list[dict], entries: d
     return out
 
 
+def compare_summaries(rounds: list[dict], official_rows: list[dict], entries: dict) -> list[dict]:
+    """Our summary table next to the row upstream's generate_result_csv writes, per (round, language)."""
+    groups: dict[tuple[int, str], dict[str, list[dict]]] = {}
+    for c in rounds:
+        groups.setdefault((c["round"], c["language"]), {}).setdefault(c["category"], []).append(c)
+    official = {(r["round"], r["language"]): r["summary"] for r in official_rows}
+    out = []
+    for key, by_cat in groups.items():
+        scores = {}
+        for cat, group in by_cat.items():
+            verdicts = [
+                verdict(
+                    entries[(c["language"], c["id"])],
+                    {
+                        "id": c["id"],
+                        "result": c["result"],
+                        **({"process": c["process"]} if "process" in c else {}),
+                    },
+                )
+                for c in group
+            ]
+            scores[cat] = category_score(cat, verdicts, [c["id"] for c in group])
+        ours = summary(scores)
+        theirs = {k: v for k, v in official[key].items() if k != "model"}
+        diff = {k: (ours.get(k), v) for k, v in theirs.items() if ours.get(k) != v}
+        out.append({"round": key[0], "language": key[1], "agree": not diff, "differences": diff})
+    return out
+
+
 def dataset_entries(cases: list[dict]) -> dict[tuple[str, str], Entry]:
     return {
         (e.language, e.id): e
@@ -327,10 +356,19 @@ def main(argv: list[str] | None = None) -> int:
     crashed = {r["key"] for r in rows if r["error_type"].startswith("official_")}
     rounds = round_cases(cases, args.rounds, args.seed, crashed)
     round_rows, _ = run_official(args.official_python, rounds, mode="bench") if rounds else ([], {})
+    summary_rows: list[dict] = []
+    if rounds and set(cats) == set(ALL_CATEGORIES) and args.limit is None:  # the table needs everything
+        try:
+            summary_rows, _ = run_official(args.official_python, rounds, mode="summary")
+        except subprocess.CalledProcessError:
+            print(
+                "summary check skipped: it needs openpyxl in the official venv (see the runner's docstring)"
+            )
     t_official = time.time() - t0
     t0 = time.time()
     res = compare(cases, {r["key"]: r for r in rows}, entries)
     cat_rows = compare_categories(rounds, round_rows, entries)
+    sum_rows = compare_summaries(rounds, summary_rows, entries) if summary_rows else []
     t_ours = time.time() - t0
     stats = res["stats"]
     print(f"cases: {len(cases)} (built in {t_build:.1f} s; official {t_official:.1f} s; ours {t_ours:.1f} s)")
@@ -355,6 +393,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     n_cat_agree = sum(r["agree"] for r in cat_rows)
     print(f"category accuracy agreement over {args.rounds} whole result sets: {n_cat_agree}/{len(cat_rows)}")
+    n_sum_agree = sum(r["agree"] for r in sum_rows)
+    if sum_rows:
+        print(f"summary table agreement (all 26 columns of result.xlsx): {n_sum_agree}/{len(sum_rows)}")
     print("official verdicts by case label (valid True / False):")
     for label in sorted(res["by_label"]):
         print(f"  {label:<28} {res['by_label'][label][True]:>6} / {res['by_label'][label][False]:>6}")
@@ -366,6 +407,9 @@ def main(argv: list[str] | None = None) -> int:
     for r in cat_rows:
         if not r["agree"]:
             print("CATEGORY", json.dumps(r))
+    for r in sum_rows:
+        if not r["agree"]:
+            print("SUMMARY", json.dumps(r))
     for kind in ("disagreements", "etype_mismatches", "process_mismatches"):
         for d in res[kind]:
             print(LABELS[kind], json.dumps(d, ensure_ascii=False, default=str)[:700])
@@ -379,6 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         or res["etype_mismatches"]
         or res["process_mismatches"]
         or n_cat_agree < len(cat_rows)
+        or n_sum_agree < len(sum_rows)
     )
     return 1 if bad else 0
 

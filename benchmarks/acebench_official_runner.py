@@ -5,21 +5,24 @@ official evaluation code, never in the project's environment, and the project ne
 driven by ``benchmarks/acebench_official_agreement.py`` and ``benchmarks/bench_acebench_verifier.py``::
 
     /tmp/acebench_official/venv/bin/python benchmarks/acebench_official_runner.py \\
-        CASES.jsonl OUT.jsonl DATA_DIR [--official-dir /tmp/acebench_official] [--mode verdicts|bench]
+        CASES.jsonl OUT.jsonl DATA_DIR [--official-dir /tmp/acebench_official] [--mode verdicts|bench|summary]
 
 Setting up /tmp/acebench_official (upstream code is never committed to this repository):
 
 1. Copy these files of ACEBench's evaluator (GitHub ``ACEBench/ACEBench``; the code used here was read
-   from the fork ``zeppombal/ACEBench`` at commit ``c9391d09d1ae111e7d9a3d3c5cb30da2751ffa6d``, the
-   fork of the data commit this project stages) byte for byte into /tmp/acebench_official, keeping
-   their paths: ``eval_main.py``, ``category.py``, ``model_eval/checker.py``, ``model_eval/utils.py``,
-   ``model_eval/evaluation_helper.py``, ``model_inference/utils.py``.
-2. ``python3.11 -m venv --without-pip /tmp/acebench_official/venv`` (no packages are needed).
+   from the fork ``zeppombal/ACEBench``: ``model_eval/evaluation_helper.py`` at commit
+   ``ca2ac0ec359752e3143b752540475a1dfe331c96``, the others at ``c9391d09d1ae111e7d9a3d3c5cb30da2751ffa6d``,
+   their newest versions in upstream's own formatting) byte for byte into /tmp/acebench_official,
+   keeping their paths: ``eval_main.py``, ``category.py``, ``model_eval/checker.py``,
+   ``model_eval/utils.py``, ``model_eval/evaluation_helper.py``, ``model_inference/utils.py``.
+2. ``python3.11 -m venv /tmp/acebench_official/venv``; for the summary check also
+   ``/tmp/acebench_official/venv/bin/pip install openpyxl`` (verdicts need no packages).
 
 ``evaluation_helper.py`` also imports pandas, openpyxl and ``model_inference.prompt_en/zh``, used only
 to write Excel reports; when they are not importable this runner registers empty stand-ins for them,
-and it always replaces ``convert_result_to_excel`` (the Excel report) with a no-op and
-``save_score_as_json`` with an in-memory capture. Everything that decides a verdict is upstream's code.
+and it always replaces ``convert_result_to_excel`` (the per-category Excel report) with a no-op and,
+outside summary mode, ``save_score_as_json`` with an in-memory capture. Everything that decides a
+verdict or a score is upstream's code.
 
 Each case line: ``{"key", "id", "category", "language", "result"[, "process"]}``. Modes:
 
@@ -31,6 +34,10 @@ Each case line: ``{"key", "id", "category", "language", "result"[, "process"]}``
 - ``bench``: the cases of each (round, language, category) are scored in one call, as ``eval_main``
   does (an optional ``"round"`` field, default 0, keeps several result sets apart); output lines
   ``{"round", "language", "category", "accuracy"[, "process_accuracy"]}``.
+- ``summary`` (needs openpyxl in the throwaway venv): the cases of each (round, language) -- whole
+  result sets of every category -- go through upstream's real score files,
+  ``update_result_table_with_score_file`` and ``generate_result_csv``; the summary row is read back
+  from the ``result.xlsx`` it writes. Output lines ``{"round", "language", "columns", "summary"}``.
 
 The last line is always ``{"timing": {family: seconds}}``: time inside the official functions (in
 bench mode per pass over the cases, each group being scored ``--inner`` times to lift short timings
@@ -194,13 +201,95 @@ def run_bench(em, cases: list[dict], prompts: dict, answers: dict, out, inner: d
     return timing
 
 
+SUMMARY_VALUES = [  # what generate_result_csv writes under its (partly mislabelled) COLUMNS header
+    "model",
+    "bool",
+    "enum",
+    "number",
+    "list",
+    "object_deep",
+    "object_short",
+    "atom",
+    "single_turn_single_function",
+    "single_turn_parallel_function",
+    "single_turn",
+    "multi_turn_user_switch",
+    "multi_turn_user_adjust",
+    "multi_turn",
+    "similar_api",
+    "preference",
+    "normal_summary",
+    "incomplete",
+    "error_param",
+    "irrelevant",
+    "special_summary",
+    "agent_multi_turn",
+    "agent_multi_turn_process",
+    "agent_multi_step",
+    "agent_multi_step_process",
+    "agent_summary",
+    "summary",
+]
+
+
+def run_summary(em, cases: list[dict], prompts: dict, answers: dict, out, work: str) -> dict:
+    """Whole result sets through upstream's own score files, leaderboard table and result.xlsx."""
+    import model_eval.utils as upstream_utils
+    from openpyxl import load_workbook
+
+    em.save_score_as_json = upstream_utils.save_score_as_json  # the real score files, this time
+    groups: dict[tuple[int, str], list[dict]] = {}
+    for c in cases:
+        groups.setdefault((c.get("round", 0), c["language"]), []).append(c)
+    for (rnd, lang), group in groups.items():
+        score_dir = os.path.join(work, f"summary{rnd}{lang}") + os.sep
+        em.OUTPUT_PATH = score_dir
+        by_cat: dict[str, list[dict]] = {}
+        for c in group:
+            by_cat.setdefault(c["category"], []).append(c)
+        for cat, rows in by_cat.items():
+            model_rows = [
+                {
+                    "id": c["id"],
+                    "result": c["result"],
+                    **({"process": c["process"]} if "process" in c else {}),
+                }
+                for c in rows
+            ]
+            call_category(
+                em,
+                cat,
+                lang,
+                model_rows,
+                [prompts[(lang, c["id"])] for c in rows],
+                [answers[(lang, c["id"])] for c in rows],
+            )
+        table: dict = {}
+        em.update_result_table_with_score_file(table, score_dir)
+        em.generate_result_csv(table, score_dir)
+        sheet = load_workbook(os.path.join(score_dir, "result.xlsx")).active
+        header, values = [list(r) for r in sheet.iter_rows(min_row=1, max_row=2, values_only=True)]
+        out.write(
+            json.dumps(
+                {
+                    "round": rnd,
+                    "language": lang,
+                    "columns": header,
+                    "summary": dict(zip(SUMMARY_VALUES, values)),
+                }
+            )
+            + "\n"
+        )
+    return {}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cases", type=Path)
     ap.add_argument("out", type=Path)
     ap.add_argument("data_dir", type=Path, help="the folder holding data_en/ and data_zh/")
     ap.add_argument("--official-dir", type=Path, default=Path("/tmp/acebench_official"))
-    ap.add_argument("--mode", choices=["verdicts", "bench"], default="verdicts")
+    ap.add_argument("--mode", choices=["verdicts", "bench", "summary"], default="verdicts")
     ap.add_argument(
         "--inner",
         default="{}",
@@ -223,8 +312,10 @@ def main(argv: list[str] | None = None) -> int:
         with open(out_path, "w", encoding="utf-8") as out:
             if args.mode == "verdicts":
                 timing = run_verdicts(em, captured, cases, prompts, answers, out)
-            else:
+            elif args.mode == "bench":
                 timing = run_bench(em, cases, prompts, answers, out, json.loads(args.inner))
+            else:
+                timing = run_summary(em, cases, prompts, answers, out, work)
             out.write(json.dumps({"timing": timing}) + "\n")
     return 0
 
