@@ -1,0 +1,578 @@
+"""The main job on the micro world: base -> bank -> cold start -> learners at an equal budget -> curves.
+
+:func:`run_pipeline` does every stage, caching what is expensive and safe to reuse:
+
+1. the base model (:func:`harness.base_model.load_or_build_base`, cached under ``$LOPD_CACHE_DIR/base``);
+2. the base plays ``bank_tasks`` training tasks; its successful episodes fill the experience bank
+   (when fewer than ``min_bank`` succeed, the scripted expert's episodes on training tasks are added,
+   and the report says so); cached under ``$LOPD_CACHE_DIR/demo/bank-<key>``;
+3. the LOPD composer is warmed on (retrieved experiences -> successful trajectory) pairs
+   (``lopd coldstart``), cached per composer configuration (``coldstart-<key>.pt``);
+4. every run (learner + config overrides, per seed) trains on the same tasks at the same
+   generation budget and is evaluated on held-out tasks every ``eval_every`` generations
+   (:mod:`harness.trainer`); a finished run is reused when its spec is unchanged;
+5. the curves, generations-to-threshold and behaviour statistics (:mod:`harness.stats`) of the
+   final students are tabulated (:func:`format_report`) and plotted (:func:`plot_curves`)::
+
+    cfg = DemoConfig(out="runs/demo", generations=256)
+    result = run_pipeline(cfg, [RunSpec("grpo", "grpo"), RunSpec("lopd", "lopd")])
+    print(format_report(result)); plot_curves(result, "runs/demo/curves.png")
+
+``benchmarks/compare.py`` runs the full comparison (four learners, three seeds, the ablations)
+through the same function.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from harness.base_model import BaseModelConfig
+
+DEMO_VERSION = 1
+"""Bump to invalidate every cached bank, cold-start composer and finished run."""
+
+BEHAVIOUR = ("reward", "env_steps", "calls_per_step", "first_response_tokens", "repeated_calls", "reward_per_call")
+"""Behaviour statistics reported for the untrained and the final students (docs/STATS.md)."""
+
+
+@dataclass
+class RunSpec:
+    """One curve: a learner and the config overrides that make it (ablations are overrides only)."""
+
+    label: str
+    """Name in tables and plots (unique within a comparison)."""
+    learner: str
+    """grpo, opsd, sdpo or lopd (its packaged config ``harness/configs/<learner>.yaml`` is the start)."""
+    overrides: list[str] = field(default_factory=list)
+    """``key=value`` TrainConfig overrides on top of the demo's own, e.g. ``lopd.margin.margin=0``."""
+
+
+@dataclass
+class DemoConfig:
+    """The pipeline's settings; the learners' own settings come from their packaged configs."""
+
+    out: str = "runs/demo"
+    """Output directory: runs/, report.json, report.txt, curves.png."""
+    base: BaseModelConfig = field(default_factory=BaseModelConfig)
+    """The base model (its world, corpus and fit); the default is the project's base."""
+    seeds: list[int] = field(default_factory=lambda: [0])
+    """Training seeds; every run spec trains once per seed."""
+    generations: int = 192
+    """Rollout budget of every run (episodes played for training)."""
+    rollouts_per_step: int = 16
+    """Episodes per step (a multiple of GRPO's and SDPO's group size 4)."""
+    eval_every: int = 32
+    """Evaluate on held-out tasks whenever the generation count crosses a multiple of this."""
+    eval_tasks: int = 30
+    """Held-out eval tasks (the first N of the eval split; each played once, greedily)."""
+    max_new_tokens: int = 96
+    """Tokens per assistant turn (training, evaluation and the bank rollouts)."""
+    max_turns: int = 8
+    """Assistant turns per episode (every micro-world procedure ends within 6)."""
+    bank_tasks: int = 240
+    """Training tasks the base plays once each (temperature ``bank_temperature``) to fill the bank."""
+    bank_temperature: float = 0.7
+    """Sampling temperature of the bank rollouts (the training rollouts' temperature)."""
+    min_bank: int = 60
+    """When fewer successful base episodes than this exist, the scripted expert's episodes on training
+    tasks top the bank up to this size (reported as ``bank.expert``). 0 never adds any."""
+    embedder: Literal["model", "hashing"] = "model"
+    """Bank retrieval embeddings: the bank's MiniLM model, or the lexical hashing embedder (no model)."""
+    coldstart_steps: int = 40
+    """Composer cold-start steps (LOPD runs)."""
+    coldstart_batch: int = 4
+    """Cold-start pairs per step."""
+    coldstart_lr: float = 1e-4
+    """Cold-start learning rate (the paper's 1e-5 is for 4B-8B backbones)."""
+    threshold: float | None = None
+    """Reward threshold of generations-to-threshold; None: the first run's final mean reward (GRPO's)."""
+    overrides: list[str] = field(default_factory=list)
+    """``key=value`` TrainConfig overrides applied to every run (before each spec's own)."""
+    jobs: int = 1
+    """Runs trained at once, each in its own process (1: in this process, with progress bars)."""
+    threads: int = 1
+    """torch intra-op threads per process (a tiny model gains little from more)."""
+    progress: bool = True
+    """tqdm progress bars."""
+
+
+# ---- stage 1: base ---------------------------------------------------------------------------------
+def env_kwargs(base: BaseModelConfig) -> dict[str, Any]:
+    """``gym.make("lopd/micro-v0", **env_kwargs(base))`` is the env the base was trained for."""
+    return {"seed": base.world_seed, "n_train": base.n_train, "n_eval": base.n_eval, "prompt": base.prompt}
+
+
+def _key(*parts: Any) -> str:
+    blob = json.dumps([DEMO_VERSION, *parts], sort_keys=True, default=str)
+    h = hashlib.sha256(blob.encode())
+    h.update(Path(__file__).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _atomic_dir(target: Path, build) -> bool:
+    """Build ``target`` through a temp folder and a rename; False when it already existed."""
+    if (target / "DONE").is_file():
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
+    try:
+        build(tmp)
+        (tmp / "DONE").write_text("ok\n")
+        if target.exists():
+            shutil.rmtree(target, ignore_errors=True)
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            if not (target / "DONE").is_file():
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return True
+
+
+# ---- stage 2: bank ---------------------------------------------------------------------------------
+def _base_episodes(model: Any, tok: Any, cfg: DemoConfig, out: Path) -> tuple[int, int]:
+    """The base plays ``cfg.bank_tasks`` training tasks; every episode goes to ``out`` (traces)."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401
+    from envs.trace import TraceWriter
+    from harness.engines import HFEngine, SamplingParams
+    from harness.rollout import RolloutConfig, rollout
+
+    kw = env_kwargs(cfg.base)
+    env0 = gym.make("lopd/micro-v0", **kw).unwrapped
+    ids = [t.task_id for t in env0.all_tasks() if t.split == "train"][: cfg.bank_tasks]
+    engine = HFEngine(model, tok)
+    batch = 32
+    envs_ = [gym.make("lopd/micro-v0", max_steps=cfg.max_turns, **kw) for _ in range(min(batch, len(ids)))]
+    bar = _bar(len(ids), "bank: base rollouts", "ep", cfg.progress)
+    ok = 0
+    with TraceWriter(out) as w:
+        for s in range(0, len(ids), batch):
+            chunk = ids[s:s + batch]
+            sampling = SamplingParams(temperature=cfg.bank_temperature, top_p=0.95, top_k=20,
+                                      max_new_tokens=cfg.max_new_tokens, seed=1000 + s)
+            trajs = rollout(envs_[: len(chunk)], engine, tok, sampling=sampling, config=RolloutConfig(max_turns=cfg.max_turns),
+                            options=[{"task_id": t} for t in chunk], meta={"run": "base", "learner": "base", "phase": "bank"})
+            for tr in trajs:
+                w.write(tr.episode)
+                ok += tr.episode.reward >= 1.0
+            if bar is not None:
+                bar.update(len(chunk))
+                bar.set_postfix(success=ok)
+    if bar is not None:
+        bar.close()
+    engine.close()
+    return len(ids), ok
+
+
+def _expert_episodes(cfg: DemoConfig, n: int, out: Path) -> int:
+    """The scripted expert's correct procedure on ``n`` training tasks (from the end of the split)."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401
+    from envs.micro.expert import run_solver
+    from envs.trace import Episode, TraceWriter
+
+    env = gym.make("lopd/micro-v0", **env_kwargs(cfg.base)).unwrapped
+    train = [t.task_id for t in env.all_tasks() if t.split == "train"]
+    written = 0
+    with TraceWriter(out) as w:
+        for tid in reversed(train[-n:] if n else []):
+            run_solver(env, tid)
+            w.write(Episode(env_id="lopd/micro-v0", task_id=tid, split="train", messages=env.messages,
+                            tools=env.tools.schemas, steps=env.steps, reward=env.final_reward, terminated=True,
+                            meta={"run": "expert", "learner": "expert", "phase": "bank"}))
+            written += 1
+    return written
+
+
+def bank_key(cfg: DemoConfig, base_info: dict[str, Any]) -> str:
+    return _key("bank", base_info["key"], cfg.bank_tasks, cfg.bank_temperature, cfg.min_bank, cfg.embedder,
+                cfg.max_new_tokens, cfg.max_turns)
+
+
+def build_bank_dir(model: Any, tok: Any, cfg: DemoConfig, base_info: dict[str, Any], cache: Path) -> tuple[Path, dict]:
+    """The cached bank folder (``bank/``, ``base_traces.jsonl``, ``expert_traces.jsonl``, ``info.json``)."""
+    target = cache / f"bank-{bank_key(cfg, base_info)}"
+
+    def build(tmp: Path) -> None:
+        from harness.learners.privileged import HashingEmbedder
+        from lopd.bank import ExperienceBank
+
+        t0 = time.perf_counter()
+        played, ok = _base_episodes(model, tok, cfg, tmp / "base_traces.jsonl")
+        expert = _expert_episodes(cfg, max(0, cfg.min_bank - ok), tmp / "expert_traces.jsonl")
+        emb = HashingEmbedder() if cfg.embedder == "hashing" else None
+        bank = ExperienceBank.build([tmp / "base_traces.jsonl", tmp / "expert_traces.jsonl"], embedder=emb)
+        bank.save(tmp / "bank")
+        info = {"base_episodes": played, "base_successes": ok, "expert": expert, "entries": len(bank),
+                "seconds": round(time.perf_counter() - t0, 2)}
+        (tmp / "info.json").write_text(json.dumps(info, indent=1) + "\n")
+
+    built = _atomic_dir(target, build)
+    info = json.loads((target / "info.json").read_text())
+    info.update(path=str(target), cached=not built)
+    return target, info
+
+
+# ---- stage 3 and 4: cold start and runs -------------------------------------------------------------
+def run_overrides(cfg: DemoConfig, base_path: str, bank: Path, spec: RunSpec, seed: int, run_dir: Path) -> list[str]:
+    """Every TrainConfig override of one run: the demo's, then ``cfg.overrides``, then the spec's."""
+    return [
+        f"run_dir={run_dir}", f"seed={seed}", f"generations={cfg.generations}",
+        f"rollouts_per_step={cfg.rollouts_per_step}", f"model.path={base_path}",
+        f"env.kwargs={json.dumps(env_kwargs(cfg.base))}", f"sampling.max_new_tokens={cfg.max_new_tokens}",
+        f"rollout.max_turns={cfg.max_turns}", f"eval.every_generations={cfg.eval_every}",
+        f"eval.max_tasks={cfg.eval_tasks}", "eval.temperature=0.0", "eval.at_start=true", "eval.at_end=true",
+        "checkpoint.every_steps=0", "checkpoint.keep=1", f"log.progress={str(cfg.progress and cfg.jobs == 1).lower()}",
+        f"bank.path={bank / 'bank'}", f"bank.embedder={cfg.embedder}", "bank.grow=false",
+        *cfg.overrides, *spec.overrides,
+    ]
+
+
+def coldstart(cfg: DemoConfig, train_cfg: Any, overrides: list[str], bank: Path, cache: Path) -> tuple[Path, bool]:
+    """The cold-start composer file for this run's composer settings (built once, then cached)."""
+    lo = train_cfg.lopd
+    key = _key("coldstart", str(bank), asdict(lo.composer), lo.n_retrieved, lo.allow_self_retrieval, lo.framing,
+               lo.composer_seed, cfg.coldstart_steps, cfg.coldstart_batch, cfg.coldstart_lr, train_cfg.model.path)
+    target = cache / f"coldstart-{key}"
+
+    def build(tmp: Path) -> None:
+        import argparse
+
+        from harness.cli.coldstart import run as coldstart_run
+
+        ov = [o for o in overrides if not o.startswith(("run_dir=", "lopd.composer_init="))]
+        ov += [f"run_dir={tmp}", f"lopd.coldstart.steps={cfg.coldstart_steps}",
+               f"lopd.coldstart.batch_size={cfg.coldstart_batch}", f"lopd.coldstart.lr={cfg.coldstart_lr}",
+               f"log.progress={str(cfg.progress).lower()}"]
+        traces = [str(bank / "base_traces.jsonl"), str(bank / "expert_traces.jsonl")]
+        coldstart_run(argparse.Namespace(config=None, overrides=ov, traces=traces, out=str(tmp / "composer.pt")))
+
+    built = _atomic_dir(target, build)
+    return target / "composer.pt", built
+
+
+def _train_one(overrides: list[str], threads: int) -> dict[str, Any]:
+    """Train one run (in this process or a worker) and return its trainer summary."""
+    import torch
+
+    from harness.config import load_config
+    from harness.train_config import TrainConfig
+    from harness.trainer import train
+
+    if threads > 0:
+        torch.set_num_threads(threads)
+    learner = next(o.split("=", 1)[1] for o in overrides if o.startswith("learner="))
+    from harness.trainer import example_config
+
+    cfg = load_config(TrainConfig, example_config(learner), [o for o in overrides if not o.startswith("learner=")])
+    t0, c0 = time.perf_counter(), time.process_time()
+    summary = train(cfg)
+    summary = {k: v for k, v in summary.items() if k in ("run_dir", "steps", "generations")}
+    summary.update(seconds=round(time.perf_counter() - t0, 2), cpu_seconds=round(time.process_time() - c0, 2))
+    return summary
+
+
+def read_curve(run_dir: Path) -> list[tuple[int, float]]:
+    """(generations, eval/reward) points of a run's metrics.jsonl, sorted; later lines win."""
+    pts: dict[int, float] = {}
+    with open(run_dir / "metrics.jsonl", encoding="utf-8") as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(rec, dict) and "eval/reward" in rec and "generations" in rec:
+                pts[int(rec["generations"])] = float(rec["eval/reward"])
+    return sorted(pts.items())
+
+
+def behaviour(run_dir: Path) -> dict[str, dict[str, float]]:
+    """Per-episode means of :data:`BEHAVIOUR` over the eval episodes of the first and last evaluation."""
+    from envs.trace import iter_records
+    from harness.stats import GroupStats, episode_stats
+
+    by_gen: dict[int, GroupStats] = {}
+    for _, ep in iter_records(run_dir / "traces.jsonl", on_error="skip"):
+        meta = ep.get("meta") or {}
+        if meta.get("phase") != "eval":
+            continue
+        by_gen.setdefault(int(meta.get("generations", -1)), GroupStats()).add(episode_stats(ep))
+    if not by_gen:
+        return {}
+    out = {}
+    for name, g in (("start", min(by_gen)), ("end", max(by_gen))):
+        s = by_gen[g].summary()
+        out[name] = {"generations": g, **{m: s[m].mean for m in BEHAVIOUR}}
+    return out
+
+
+def _spec_file(run_dir: Path) -> Path:
+    return run_dir / "demo_spec.json"
+
+
+def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
+    """Every stage (module docstring); returns the report dict (also written to ``out/report.json``)."""
+    import torch
+
+    from envs.micro.world import cache_root
+    from harness.base_model import load_or_build_base
+    from harness.config import load_config
+    from harness.train_config import TrainConfig
+    from harness.trainer import example_config
+
+    if len({s.label for s in specs}) != len(specs):
+        raise ValueError("run labels must be unique")
+    if not specs or not cfg.seeds:
+        raise ValueError("nothing to run: give at least one run spec and one seed")
+    t_start = time.perf_counter()
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
+    timings: dict[str, float] = {}
+
+    # 1. base
+    t0 = time.perf_counter()
+    model, tok, base_info = load_or_build_base(cfg.base, progress=cfg.progress)
+    timings["base"] = time.perf_counter() - t0
+    _say(cfg, f"[demo] base model {base_info['path']} ({'cached' if base_info['cached'] else 'built'}, "
+              f"{timings['base']:.0f}s)")
+
+    # 2. bank
+    cache = cache_root() / "demo"
+    t0 = time.perf_counter()
+    bank, bank_info = build_bank_dir(model, tok, cfg, base_info, cache)
+    timings["bank"] = time.perf_counter() - t0
+    del model
+    _say(cfg, f"[demo] bank: {bank_info['entries']} experiences (base {bank_info['base_successes']} successes of "
+              f"{bank_info['base_episodes']}, expert {bank_info['expert']}; "
+              f"{'cached' if bank_info['cached'] else 'built'}, {timings['bank']:.0f}s)")
+
+    # 3. per run: overrides, cold start (LOPD), then training
+    jobs: list[tuple[RunSpec, int, Path, list[str]]] = []
+    t0 = time.perf_counter()
+    coldstarts: dict[str, Any] = {}
+    for spec in specs:
+        for seed in cfg.seeds:
+            run_dir = out / "runs" / f"{spec.label}-s{seed}"
+            ov = run_overrides(cfg, base_info["path"], bank, spec, seed, run_dir)
+            tcfg = load_config(TrainConfig, example_config(spec.learner), ov)
+            if spec.learner == "lopd" and tcfg.lopd.composer_init is None and cfg.coldstart_steps > 0:
+                path, built = coldstart(cfg, tcfg, ov, bank, cache)
+                coldstarts[spec.label] = {"path": str(path), "cached": not built}
+                ov.append(f"lopd.composer_init={path}")
+            jobs.append((spec, seed, run_dir, [f"learner={spec.learner}", *ov]))
+    timings["coldstart"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    todo = []
+    for spec, seed, run_dir, ov in jobs:
+        want = {"version": DEMO_VERSION, "overrides": ov}
+        sf = _spec_file(run_dir)
+        if sf.is_file() and json.loads(sf.read_text()).get("spec") == want:
+            continue
+        if run_dir.exists():
+            shutil.rmtree(run_dir)  # a stale or unfinished run of another spec
+        todo.append((spec, seed, run_dir, ov, want))
+    summaries: dict[str, dict[str, Any]] = {}
+    if cfg.jobs > 1 and len(todo) > 1:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        bar = _bar(len(todo), "runs", "run", cfg.progress)
+        with ProcessPoolExecutor(max_workers=cfg.jobs, mp_context=mp.get_context("spawn")) as pool:
+            futs = {pool.submit(_train_one, ov, cfg.threads): (run_dir, want) for _, _, run_dir, ov, want in todo}
+            from concurrent.futures import as_completed
+
+            for fut in as_completed(futs):
+                run_dir, want = futs[fut]
+                summaries[str(run_dir)] = s = fut.result()
+                _spec_file(run_dir).write_text(json.dumps({"spec": want, "summary": s}, indent=1) + "\n")
+                if bar is not None:
+                    bar.update(1)
+        if bar is not None:
+            bar.close()
+    else:
+        for _spec, _seed, run_dir, ov, want in todo:
+            summaries[str(run_dir)] = s = _train_one(ov, cfg.threads)
+            _spec_file(run_dir).write_text(json.dumps({"spec": want, "summary": s}, indent=1) + "\n")
+    timings["train"] = time.perf_counter() - t0
+
+    # 5. curves and report
+    runs = []
+    for spec, seed, run_dir, _ov in jobs:
+        saved = json.loads(_spec_file(run_dir).read_text())
+        runs.append({"label": spec.label, "learner": spec.learner, "seed": seed, "overrides": spec.overrides,
+                     "run_dir": str(run_dir), "curve": read_curve(run_dir), "behaviour": behaviour(run_dir),
+                     "reused": str(run_dir) not in summaries, "summary": saved.get("summary", {})})
+    report = summarize(runs, specs, cfg.threshold)
+    timings["total"] = time.perf_counter() - t_start
+    report.update(config=_plain(cfg), base={k: base_info.get(k) for k in ("path", "cached", "key", "parameters", "seconds")},
+                  bank=bank_info, coldstart=coldstarts, timings={k: round(v, 1) for k, v in timings.items()})
+    (out / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    return report
+
+
+def _plain(cfg: DemoConfig) -> dict[str, Any]:
+    d = asdict(cfg)
+    d["base"]["pretrain"]["betas"] = list(d["base"]["pretrain"]["betas"])
+    return d
+
+
+# ---- summary, table, plot ---------------------------------------------------------------------------
+def mean_curve(curves: list[list[tuple[int, float]]]) -> list[dict[str, float]]:
+    """Mean, sample std, min and max over seeds at every generation count all curves share.
+
+    >>> mean_curve([[(0, 0.1), (32, 0.3)], [(0, 0.3), (32, 0.5)]])[1]["mean"]
+    0.4
+    """
+    common = sorted(set.intersection(*(set(g for g, _ in c) for c in curves))) if curves else []
+    out = []
+    for g in common:
+        vals = [dict(c)[g] for c in curves]
+        out.append({"generations": g, "mean": round(statistics.fmean(vals), 6),
+                    "std": round(statistics.stdev(vals), 6) if len(vals) > 1 else 0.0,
+                    "min": min(vals), "max": max(vals), "n": len(vals)})
+    return out
+
+
+def generations_to(curve: list[dict[str, float]], threshold: float) -> int | None:
+    """The first budget point whose mean reward reaches ``threshold`` (None: never).
+
+    >>> generations_to([{"generations": 0, "mean": 0.2}, {"generations": 64, "mean": 0.5}], 0.45)
+    64
+    """
+    for p in curve:
+        if p["mean"] >= threshold - 1e-12:
+            return int(p["generations"])
+    return None
+
+
+def summarize(runs: list[dict[str, Any]], specs: list[RunSpec], threshold: float | None) -> dict[str, Any]:
+    """Per spec: mean/spread curve, final reward, generations to threshold, behaviour start -> end."""
+    per: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        mine = [r for r in runs if r["label"] == spec.label]
+        curve = mean_curve([r["curve"] for r in mine])
+        beh: dict[str, dict[str, float]] = {}
+        for when in ("start", "end"):
+            rows = [r["behaviour"][when] for r in mine if r["behaviour"].get(when)]
+            beh[when] = {m: _nanmean([x[m] for x in rows]) for m in BEHAVIOUR} if rows else {}
+        per[spec.label] = {"learner": spec.learner, "overrides": spec.overrides, "curve": curve,
+                           "final": curve[-1]["mean"] if curve else math.nan, "behaviour": beh,
+                           "seeds": [r["seed"] for r in mine]}
+    first = specs[0].label
+    thr = threshold if threshold is not None else per[first]["final"]
+    for v in per.values():
+        v["generations_to_threshold"] = generations_to(v["curve"], thr) if math.isfinite(thr) else None
+    return {"threshold": thr, "threshold_source": "given" if threshold is not None else f"final mean reward of {first}",
+            "runs": runs, "specs": per}
+
+
+def _nanmean(xs: list[float | None]) -> float:
+    vals = [float(x) for x in xs if x is not None and math.isfinite(float(x))]
+    return statistics.fmean(vals) if vals else math.nan
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The three tables: reward at each budget point, generations to threshold, behaviour statistics."""
+    from harness.stats import format_table
+
+    specs = report["specs"]
+    gens = sorted({p["generations"] for v in specs.values() for p in v["curve"]})
+    rows = []
+    for label, v in specs.items():
+        pts = {p["generations"]: p for p in v["curve"]}
+        row: dict[str, Any] = {"run": label, "seeds": len(v["seeds"])}
+        for g in gens:
+            p = pts.get(g)
+            row[f"@{g}"] = "-" if p is None else (f"{p['mean']:.3f}" + (f"±{p['std']:.3f}" if p["n"] > 1 else ""))
+        rows.append(row)
+    lines = ["Held-out reward (mean over seeds ± std) at each budget point (generations):", format_table(rows), ""]
+    thr = report["threshold"]
+    rows = []
+    for label, v in specs.items():
+        g = v["generations_to_threshold"]
+        budget = max((p["generations"] for p in v["curve"]), default=0)
+        rows.append({"run": label, "final reward": v["final"], "generations to threshold": "never" if g is None else g,
+                     "share of budget": "-" if g is None or not budget else f"{100 * g / budget:.0f}%"})
+    lines += [f"Generations to reach {thr:.3f} ({report['threshold_source']}):", format_table(rows), ""]
+    rows = []
+    for label, v in specs.items():
+        for when in ("start", "end"):
+            b = v["behaviour"].get(when) or {}
+            if b:
+                rows.append({"run": label, "model": "untrained" if when == "start" else "final",
+                             **{m: b.get(m, math.nan) for m in BEHAVIOUR}})
+    lines += ["Behaviour of the held-out episodes (per-episode means, harness.stats; docs/STATS.md):",
+              format_table(rows)]
+    return "\n".join(lines)
+
+
+def plot_curves(report: dict[str, Any], out: str | os.PathLike, title: str | None = None) -> Path:
+    """Mean held-out reward against generations per run spec, the seed range shaded; the threshold dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for label, v in report["specs"].items():
+        c = v["curve"]
+        if not c:
+            continue
+        x = [p["generations"] for p in c]
+        ax.plot(x, [p["mean"] for p in c], marker="o", ms=3, label=f"{label} (n={len(v['seeds'])})")
+        if len(v["seeds"]) > 1:
+            ax.fill_between(x, [p["min"] for p in c], [p["max"] for p in c], alpha=0.15)
+    thr = report.get("threshold")
+    if thr is not None and math.isfinite(thr):
+        ax.axhline(thr, ls="--", lw=0.8, color="grey", label=f"threshold {thr:.3f}")
+    ax.set_xlabel("generations (training episodes)")
+    ax.set_ylabel("held-out mean reward")
+    ax.set_title(title or "Micro world: reward against generations")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def _bar(total: int, desc: str, unit: str, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True)
+
+
+def _say(cfg: DemoConfig, msg: str) -> None:
+    if cfg.progress:
+        print(msg, flush=True)
+
+
+def copy_config(cfg: DemoConfig, **changes: Any) -> DemoConfig:
+    """A deep copy of ``cfg`` with fields replaced."""
+    new = copy.deepcopy(cfg)
+    for k, v in changes.items():
+        setattr(new, k, v)
+    return new
