@@ -28,10 +28,9 @@ from envs.acebench.agent_checker import ProcessCrash, agent_state_check, process
 from envs.acebench.data import AGENT_CATEGORIES, NORMAL_CATEGORIES, SPECIAL_CATEGORIES, Entry, family_of
 from envs.acebench.decode import decode_fc, decode_prompt, is_call_list
 from envs.acebench.normal_checker import check_alternatives
-from envs.acebench.special_checker import special_verdict
+from envs.acebench.special_checker import special_failure
 
 WEIGHTS = {"special": 0.2676, "normal": 0.578, "agent": 0.1545}
-_MISSING = object()
 NO_PROCESS: Any = object()
 """The ``process`` of a result line that has none (upstream raises when it needs it)."""
 
@@ -95,8 +94,10 @@ def verdict_normal(entry: Entry, result: Any, fc: bool = False) -> Verdict:
 
 
 def verdict_special(entry: Entry, result: Any) -> Verdict:
-    valid, error, kind = special_verdict(entry.category, result, entry.ground_truth)
-    return Verdict(entry.id, entry.category, valid, kind, [error] if error else None)
+    failure = special_failure(entry.category, result, entry.ground_truth)
+    if failure is None:
+        return Verdict(entry.id, entry.category, True)
+    return Verdict(entry.id, entry.category, False, failure[1], [failure[0]])
 
 
 def verdict_agent(entry: Entry, states: Any, process: Any) -> Verdict:
@@ -129,32 +130,27 @@ def verdict_agent(entry: Entry, states: Any, process: Any) -> Verdict:
 
 def verdict(entry: Entry, row: dict[str, Any] | None, fc: bool = False) -> Verdict:
     """Verdict for one result row ``{id, result[, process]}`` (None: the row is missing)."""
-    if row is None:
+    try:
+        result = row["result"]  # type: ignore[index]
+    except (KeyError, TypeError):
+        missing = row is None
         return Verdict(
             entry.id,
             entry.category,
             False,
-            "missing_result",
-            ["no result line for this id"],
-            0.0 if entry.family == "agent" else None,
-        )
-    result = row.get("result", _MISSING)
-    if result is _MISSING:
-        return Verdict(
-            entry.id,
-            entry.category,
-            False,
-            "wrong_output_format",
-            ["the result line has no 'result'"],
+            "missing_result" if missing else "wrong_output_format",
+            ["no result line for this id" if missing else "the result line has no 'result'"],
             0.0 if entry.family == "agent" else None,
         )
     fam = entry.family
+    if fam == "special":  # verdict_special, inlined: a special entry is checked in about a microsecond
+        failure = special_failure(entry.category, result, entry.ground_truth)
+        if failure is None:
+            return Verdict(entry.id, entry.category, True)
+        return Verdict(entry.id, entry.category, False, failure[1], [failure[0]])
     if fam == "normal":
         return verdict_normal(entry, result, fc)
-    if fam == "special":  # verdict_special, inlined: special entries are checked in ~1 us
-        valid, error, kind = special_verdict(entry.category, result, entry.ground_truth)
-        return Verdict(entry.id, entry.category, valid, kind, [error] if error else None)
-    return verdict_agent(entry, result, row.get("process", NO_PROCESS))
+    return verdict_agent(entry, result, row.get("process", NO_PROCESS))  # type: ignore[union-attr]
 
 
 @dataclass

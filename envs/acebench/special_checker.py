@@ -42,46 +42,57 @@ _CHECKS = {c: _check_of(c) for c in ("special_incomplete", "special_error_param"
 
 def special_check(category: str, result: Any, answer: Any) -> dict[str, Any]:
     """Verdict {valid, error, error_type} for one special entry."""
-    valid, error, kind = special_verdict(category, result, answer)
-    return {"valid": valid, "error": [error] if error else [], "error_type": kind}
+    failure = special_failure(category, result, answer)
+    if failure is None:
+        return {"valid": True, "error": [], "error_type": ""}
+    return {"valid": False, "error": [failure[0]], "error_type": failure[1]}
 
 
-def special_verdict(category: str, result: Any, answer: Any) -> tuple[bool, str, str]:
-    """(valid, error message or "", error_type) for one special entry: :func:`special_check` as a tuple."""
-    valid, error, kind = True, "", ""
-    check = _CHECKS.get(category) or _check_of(category)
+def special_failure(category: str, result: Any, answer: Any) -> tuple[str, str] | None:
+    """None when the entry passes, else (error message, error_type): :func:`special_check`, lean.
+
+    Upstream keeps checking after a failure (a later check may crash it, and the last failing check
+    names the error), so every check runs.
+    """
+    failure = None
+    try:
+        check = _CHECKS[category]
+    except KeyError:
+        check = _check_of(category)
     try:  # `in` on an unsupported result, or iterating bad answer values, raises upstream: checker_error
         if check == "incomplete":
             if type(answer) is not dict:
                 raise _Crash(f"'{type(answer).__name__}' object has no attribute 'items'")
             for name, values in answer.items():
-                if INCOMPLETE_PHRASE not in result or name not in result:
-                    valid = False
-                    kind = "error_detection" if INCOMPLETE_PHRASE not in result else "error_correction"
-                    error = _missing_msg(values, name)
+                if INCOMPLETE_PHRASE not in result:
+                    failure = _missing_msg(values, name), "error_detection"
+                elif name not in result:
+                    failure = _missing_msg(values, name), "error_correction"
                 else:
                     for value in values:
                         if value not in result:
-                            valid, kind, error = False, "error_correction", _missing_msg(value, name)
+                            failure = _missing_msg(value, name), "error_correction"
         elif check == "error":
             if type(answer) is not dict:
                 raise _Crash(f"'{type(answer).__name__}' object has no attribute 'items'")
             for name, values in answer.items():
                 if ERROR_PHRASE not in result:
-                    valid, kind, error = False, "error_detection", _wrong_msg(values, name)
+                    failure = _wrong_msg(values, name), "error_detection"
                 else:
                     for value in values:
                         if value not in result:
-                            valid, kind, error = False, "error_correction", _wrong_msg(values, name)
+                            failure = _wrong_msg(values, name), "error_correction"
         elif check == "irrelevant":
             if IRRELEVANT_PHRASE not in result:
-                valid, kind = False, "error_detection"
-                error = "The model cannot solve this problem, due to the limitations of the function"
+                failure = IRRELEVANT_MSG, "error_detection"
         else:
-            valid, kind, error = False, "checker_error", f"not a special category: {category}"
+            failure = f"not a special category: {category}", "checker_error"
     except (_Crash, TypeError) as e:
-        return False, f"the official checker raises on this output: {e}", "checker_error"
-    return valid, error, kind
+        return f"the official checker raises on this output: {e}", "checker_error"
+    return failure
+
+
+IRRELEVANT_MSG = "The model cannot solve this problem, due to the limitations of the function"
 
 
 def _missing_msg(values: Any, name: Any) -> str:
