@@ -6,8 +6,9 @@
 Each repeat runs, on the same samples file (every task's prompt + canonical solution):
   1. ``python -m evalplus.evaluate --dataset D --samples F --parallel W`` (its own expected-output cache
      warm, its result file removed first), timed end to end (process start, data and cache loading);
-  2. ours: load the problems, then ``EvalPlusVerifier.check_many`` with W workers (our expected-output
-     cache warm), timed end to end in this process.
+  2. ours: load the problems, then ``EvalPlusVerifier.check_many`` with W workers, timed end to end in
+     this process. Our cache first receives evalplus's own oracle (``import_evalplus_groundtruth``), so
+     both sides use the same expected outputs and reference times, i.e. the same time limits.
 Peak memory is the largest summed RSS of each side's process tree (sampled every 50 ms). The verdicts
 (base_status, plus_status of every sample) must be identical, or the script exits 1.
 """
@@ -109,13 +110,12 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--backend", default="local", choices=["local", "docker"])
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--own-groundtruth", action="store_true",
+                    help="keep our own expected-output cache instead of copying evalplus's (reference times differ)")
     args = ap.parse_args()
 
     problems = ep_data.load_problems(args.dataset)
     samples = [{"task_id": t, "solution": p["prompt"] + p["canonical_solution"]} for t, p in problems.items()]
-    print(f"warming our expected-output cache for {len(problems)} tasks ...", flush=True)
-    for t in problems:
-        ep_data.expected_outputs(args.dataset, t)
     var = "HUMANEVAL_OVERRIDE_PATH" if args.dataset == "humaneval" else "MBPP_OVERRIDE_PATH"
     env = dict(os.environ, **{var: str(ep_data.data_file(args.dataset))})
     tmp = Path(tempfile.mkdtemp(prefix="bench-evalplus-"))
@@ -123,6 +123,10 @@ def main() -> int:
     path.write_text("".join(json.dumps(s) + "\n" for s in samples))
     print("warming evalplus's own expected-output cache (first run, untimed) ...", flush=True)
     run_evalplus(args.dataset, path, args.workers, env)
+    if not args.own_groundtruth:  # same oracle and reference times (time limits) on both sides
+        print(f"our cache <- evalplus's oracle: {ep_data.import_evalplus_groundtruth(args.dataset)} tasks", flush=True)
+    for t in problems:
+        ep_data.expected_outputs(args.dataset, t)
 
     rows = []
     for rep in range(args.repeats):

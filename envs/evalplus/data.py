@@ -120,3 +120,29 @@ def compute_expected(dataset: Dataset, problem: dict[str, Any]) -> dict[str, lis
             code, problem[f"{phase}_input"], problem["entry_point"], record_time=True, output_not_none=nn)
     return oracle
 
+
+
+def import_evalplus_groundtruth(dataset: Dataset) -> int:
+    """Copy evalplus's own cached oracle (``~/.cache/evalplus/<md5>.pkl``, written by a previous
+    ``evalplus.evaluate``) into our per-task cache, so both use the same expected outputs and, above
+    all, the same reference times (time limits are 4x those). Returns the number of tasks copied."""
+    from evalplus.data.utils import CACHE_DIR
+
+    src = Path(CACHE_DIR) / f"{dataset_hash(dataset)}.pkl"
+    if not src.exists():
+        return 0
+    with open(src, "rb") as f:
+        oracle = pickle.load(f)
+    problems = load_problems(dataset)
+    n = 0
+    for task_id, gt in oracle.items():
+        if task_id in problems and all(k in gt for k in ("base", "base_time", "plus", "plus_time")):
+            path = _cache_file(dataset, task_id)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            with os.fdopen(fd, "wb") as out:
+                pickle.dump({k: gt[k] for k in ("base", "base_time", "plus", "plus_time")}, out,
+                            protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+            n += 1
+    return n

@@ -12,6 +12,7 @@ return values outside it, so faked equality or a tampered grader cannot pass.
 
 from __future__ import annotations
 
+import ast
 import json
 import struct
 from collections.abc import Iterable
@@ -102,8 +103,9 @@ class LCBVerifier:
         """Grade already-extracted ``code`` on the problem's public + private tests."""
         sample = problem.evaluation_sample()
         n = len(sample["inputs"])
-        try:  # lcb compiles the (wrapped) code first; a SyntaxError there is [-4]
-            compile(code, "<solution>", "exec")
+        try:  # code lcb cannot even parse fails at its exec with [-4]: no sandbox needed
+            # (stdin code is only parsed: lcb wraps it in a function, so a top-level `return` is fine)
+            ast.parse(code) if sample["fn_name"] is None else compile(code, "<solution>", "exec")
         except Exception as e:
             return LCBVerdict(problem.question_id, [-4], {"error_code": -4,
                                                           "error_message": f"Error during testing: {e}"})

@@ -508,7 +508,8 @@ def zygote_main(cfg_json: str) -> None:
             os._exit(1)
     print(json.dumps({"ok": True, "isolation": mode, "warning": warning, "pid": os.getpid()}), flush=True)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # monitors reap themselves
-    uid_base, uid_count, n = int(cfg["uid_base"]), int(cfg["uid_count"]), 0
+    uid_base, uid_count = int(cfg["uid_base"]), int(cfg["uid_count"])
+    n = int.from_bytes(os.urandom(4), "big") % uid_count  # two zygotes rarely hand out the same uid at once
     sel = selectors.DefaultSelector()
     sel.register(lsock, selectors.EVENT_READ, "listen")
     sel.register(0, selectors.EVENT_READ, "host")

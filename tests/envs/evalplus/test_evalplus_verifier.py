@@ -67,6 +67,7 @@ def test_float_tolerance(he):
     assert "1e-9" in code and he.check("HumanEval/4", code).passed
 
 
+@pytest.mark.slow
 def test_timeouts_and_exits_are_evalplus_statuses(he):
     assert (lambda v: (v.base_status, v.plus_status))(he.check("HumanEval/53", "import os\ndef add(x, y):\n    os._exit(0)\n")) \
         == ("timeout", "timeout")

@@ -26,8 +26,9 @@ def test_stdin_result_codes(verifier, own):
     assert v.results == [True, -2] and not v.passed
     assert verifier.check(p, "print(1)").results == [-2]  # line count differs
     assert verifier.check(p, "n = int(input())\nprint(1 / 0)").results == [-4]
-    assert verifier.check(p, "while True:\n    pass").results == [-3]
     assert verifier.check(p, "def (:").results == [-4]  # does not compile
+    # lcb wraps stdin code in a function, so a top-level `return` is legal there
+    assert verifier.check(p, SUM_OK + "return\n").passed
     main_guard = "def main():\n" + "".join("    " + line + "\n" for line in SUM_OK.splitlines()) + \
                  "if __name__ == '__main__':\n    main()\n"
     assert verifier.check(p, main_guard).passed
@@ -56,6 +57,11 @@ def test_faked_equality(verifier, own):
     fake = "class T:\n    def __eq__(self, o):\n        return True\nclass Solution:\n    def twoSum(self, nums, target):\n" \
            "        return T()\n"
     assert verifier.check(own["own_twosum"], fake).passed is (verifier.mode == "official")
+
+
+@pytest.mark.slow
+def test_time_limit_per_test(verifier, own):
+    assert verifier.check(own["own_sum"], "while True:\n    pass").results == [-3]
 
 
 @pytest.mark.slow

@@ -37,9 +37,13 @@ def test_output_cap_kills_the_flood(local_sandbox):
     assert r.output_truncated and len(r.stdout) <= 100_000 and r.duration_s < 5
 
 
-def test_cpu_and_memory_rlimits(local_sandbox):
+def test_memory_rlimit(local_sandbox):
     r = local_sandbox.run("x = bytearray(1 << 33)", limits=Limits(memory_mb=512))
     assert r.exit_code == 1 and b"MemoryError" in r.stderr
+
+
+@pytest.mark.slow
+def test_cpu_rlimit(local_sandbox):
     r = local_sandbox.run("while True: pass", limits=Limits(timeout_s=10, cpu_s=1))
     assert not r.timed_out and r.signal in (signal.SIGXCPU, signal.SIGKILL)
 
