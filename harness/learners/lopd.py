@@ -168,7 +168,7 @@ class LOPDLearner(Learner):
                 pos = torch.arange(split, ids.shape[1], device=ids.device).unsqueeze(0).expand(ids.shape[0], -1)
                 h = dec(inputs_embeds=embeds[:, split:], attention_mask=attn, position_ids=pos, use_cache=True,
                         **{_cache_kw(dec): cache}).last_hidden_state
-                at = at - split
+                at = (at - split).clamp_min(0)  # padded entries of `at` (at_mask False) are 0
             else:
                 h = dec(inputs_embeds=embeds, attention_mask=attn, use_cache=False).last_hidden_state
             rows = torch.arange(h.shape[0], device=h.device).unsqueeze(-1)
