@@ -58,7 +58,7 @@ class TreeRss:
             self.peak = max(self.peak, total)
             self._stop.wait(0.05)
 
-    def __enter__(self) -> "TreeRss":
+    def __enter__(self) -> TreeRss:
         self._t.start()
         return self
 
@@ -71,9 +71,22 @@ def run_evalplus(dataset: str, samples: Path, workers: int, env: dict) -> tuple[
     results = samples.with_name(samples.stem + "_eval_results.json")
     results.unlink(missing_ok=True)
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "evalplus.evaluate", "--dataset", dataset, "--samples",
-                             str(samples), "--parallel", str(workers)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "evalplus.evaluate",
+            "--dataset",
+            dataset,
+            "--samples",
+            str(samples),
+            "--parallel",
+            str(workers),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     with TreeRss(proc.pid) as mem:
         rc = proc.wait()
     dt = time.perf_counter() - t0
@@ -86,7 +99,9 @@ def run_evalplus(dataset: str, samples: Path, workers: int, env: dict) -> tuple[
     return dt, mem.peak, verdicts
 
 
-def run_ours(dataset: str, samples: list[dict], workers: int, mode: str, backend: str) -> tuple[float, int, dict]:
+def run_ours(
+    dataset: str, samples: list[dict], workers: int, mode: str, backend: str
+) -> tuple[float, int, dict]:
     ep_data._load.cache_clear()
     t0 = time.perf_counter()
     with TreeRss(os.getpid()) as mem:
@@ -110,8 +125,11 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--backend", default="local", choices=["local", "docker"])
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--own-groundtruth", action="store_true",
-                    help="keep our own expected-output cache instead of copying evalplus's (reference times differ)")
+    ap.add_argument(
+        "--own-groundtruth",
+        action="store_true",
+        help="keep our own expected-output cache instead of copying evalplus's (reference times differ)",
+    )
     args = ap.parse_args()
 
     problems = ep_data.load_problems(args.dataset)
@@ -124,7 +142,10 @@ def main() -> int:
     print("warming evalplus's own expected-output cache (first run, untimed) ...", flush=True)
     run_evalplus(args.dataset, path, args.workers, env)
     if not args.own_groundtruth:  # same oracle and reference times (time limits) on both sides
-        print(f"our cache <- evalplus's oracle: {ep_data.import_evalplus_groundtruth(args.dataset)} tasks", flush=True)
+        print(
+            f"our cache <- evalplus's oracle: {ep_data.import_evalplus_groundtruth(args.dataset)} tasks",
+            flush=True,
+        )
     for t in problems:
         ep_data.expected_outputs(args.dataset, t)
 
@@ -134,24 +155,42 @@ def main() -> int:
         o_dt, o_mem, o_v = run_ours(args.dataset, samples, args.workers, args.mode, args.backend)
         same = e_v == o_v
         rows.append((e_dt, o_dt, e_mem, o_mem, same))
-        print(f"repeat {rep + 1}: evalplus {e_dt:.2f} s ({len(samples) / e_dt:.2f}/s, peak {e_mem / 2**20:.0f} MiB)"
-              f" | ours {o_dt:.2f} s ({len(samples) / o_dt:.2f}/s, peak {o_mem / 2**20:.0f} MiB)"
-              f" | ratio {e_dt / o_dt:.2f}x | identical verdicts: {same}", flush=True)
+        print(
+            f"repeat {rep + 1}: evalplus {e_dt:.2f} s ({len(samples) / e_dt:.2f}/s, "
+            f"peak {e_mem / 2**20:.0f} MiB)"
+            f" | ours {o_dt:.2f} s ({len(samples) / o_dt:.2f}/s, peak {o_mem / 2**20:.0f} MiB)"
+            f" | ratio {e_dt / o_dt:.2f}x | identical verdicts: {same}",
+            flush=True,
+        )
         if not same:
             diff = {k: (e_v.get(k), o_v.get(k)) for k in set(e_v) | set(o_v) if e_v.get(k) != o_v.get(k)}
             print("differences (evalplus, ours):", json.dumps({f"{k[0]}#{k[1]}": v for k, v in diff.items()}))
     e_med = statistics.median(r[0] for r in rows)
     o_med = statistics.median(r[1] for r in rows)
     passed = sum(1 for v in o_v.values() if v == ("pass", "pass"))
-    print(json.dumps({
-        "dataset": args.dataset, "mode": args.mode, "backend": args.backend, "workers": args.workers,
-        "samples": len(samples), "repeats": args.repeats, "machine": f"{platform.node()} {os.cpu_count()} cpu",
-        "evalplus_median_s": round(e_med, 2), "ours_median_s": round(o_med, 2),
-        "evalplus_verdicts_per_s": round(len(samples) / e_med, 2), "ours_verdicts_per_s": round(len(samples) / o_med, 2),
-        "ratio": round(e_med / o_med, 2), "evalplus_peak_mib": round(max(r[2] for r in rows) / 2**20),
-        "ours_peak_mib": round(max(r[3] for r in rows) / 2**20), "identical": all(r[4] for r in rows),
-        "pass_both": passed, "load_avg": os.getloadavg(),
-    }))
+    print(
+        json.dumps(
+            {
+                "dataset": args.dataset,
+                "mode": args.mode,
+                "backend": args.backend,
+                "workers": args.workers,
+                "samples": len(samples),
+                "repeats": args.repeats,
+                "machine": f"{platform.node()} {os.cpu_count()} cpu",
+                "evalplus_median_s": round(e_med, 2),
+                "ours_median_s": round(o_med, 2),
+                "evalplus_verdicts_per_s": round(len(samples) / e_med, 2),
+                "ours_verdicts_per_s": round(len(samples) / o_med, 2),
+                "ratio": round(e_med / o_med, 2),
+                "evalplus_peak_mib": round(max(r[2] for r in rows) / 2**20),
+                "ours_peak_mib": round(max(r[3] for r in rows) / 2**20),
+                "identical": all(r[4] for r in rows),
+                "pass_both": passed,
+                "load_avg": os.getloadavg(),
+            }
+        )
+    )
     return 0 if all(r[4] for r in rows) else 1
 
 

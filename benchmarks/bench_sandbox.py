@@ -42,8 +42,11 @@ def timed(fn, runs: int) -> dict:
         fn()
         times.append(time.perf_counter() - t0)
     times.sort()
-    return {"median_ms": round(1000 * statistics.median(times), 1),
-            "p90_ms": round(1000 * times[int(0.9 * (len(times) - 1))], 1), "runs": runs}
+    return {
+        "median_ms": round(1000 * statistics.median(times), 1),
+        "p90_ms": round(1000 * times[int(0.9 * (len(times) - 1))], 1),
+        "runs": runs,
+    }
 
 
 def ok(r) -> None:
@@ -59,18 +62,21 @@ def main() -> int:
     args = ap.parse_args()
     rows: dict[str, dict] = {}
     py = [sys.executable, "-I", "-c"]
-    rows["peer: subprocess python -I -c"] = timed(lambda: subprocess.run(py + [PROGRAM], check=True,
-                                                                          capture_output=True), args.runs)
+    rows["peer: subprocess python -I -c"] = timed(
+        lambda: subprocess.run(py + [PROGRAM], check=True, capture_output=True), args.runs
+    )
     with TreeRss(os.getpid()) as mem:
         with make_sandbox(SandboxConfig(backend="local")) as sb:
             rows[f"local ({sb.isolation})"] = timed(lambda: ok(sb.run(PROGRAM)), args.runs)
         with make_sandbox(SandboxConfig(backend="local", isolation="none")) as sb:
             rows[f"local ({sb.isolation})"] = timed(lambda: ok(sb.run(PROGRAM)), args.runs)
         rows["peer: subprocess python -I -c 'import numpy, evalplus.eval'"] = timed(
-            lambda: subprocess.run(py + [HEAVY], check=True, capture_output=True), args.runs)
+            lambda: subprocess.run(py + [HEAVY], check=True, capture_output=True), args.runs
+        )
         with make_sandbox(SandboxConfig(backend="local"), preload=("numpy", "evalplus.eval")) as sb:
             rows[f"local ({sb.isolation}, preloaded) 'import numpy, evalplus.eval'"] = timed(
-                lambda: ok(sb.run(HEAVY)), args.runs)
+                lambda: ok(sb.run(HEAVY)), args.runs
+            )
     local_peak = mem.peak
     if not args.no_docker:
         from envs.sandbox.docker_backend import docker_unavailable_reason
@@ -80,9 +86,25 @@ def main() -> int:
             print(f"docker skipped: {reason}", file=sys.stderr)
         else:
             cfg = SandboxConfig(backend="docker")
-            rows["peer: docker run --rm --network none"] = timed(lambda: subprocess.run(
-                ["docker", "run", "--rm", "--network", "none", cfg.docker_image, "python3", "-I", "-c", PROGRAM],
-                check=True, capture_output=True), args.docker_runs)
+            rows["peer: docker run --rm --network none"] = timed(
+                lambda: subprocess.run(
+                    [
+                        "docker",
+                        "run",
+                        "--rm",
+                        "--network",
+                        "none",
+                        cfg.docker_image,
+                        "python3",
+                        "-I",
+                        "-c",
+                        PROGRAM,
+                    ],
+                    check=True,
+                    capture_output=True,
+                ),
+                args.docker_runs,
+            )
             for pool in (2, 0):
                 with make_sandbox(SandboxConfig(backend="docker", docker_pool_size=pool)) as sb:
                     if pool:
@@ -90,9 +112,13 @@ def main() -> int:
                     rows[f"docker (pool {pool})"] = timed(lambda: ok(sb.run(PROGRAM)), args.docker_runs)
     width = max(len(k) for k in rows)
     for k, v in rows.items():
-        print(f"{k:<{width}}  median {v['median_ms']:8.1f} ms   p90 {v['p90_ms']:8.1f} ms   ({v['runs']} runs)")
+        print(
+            f"{k:<{width}}  median {v['median_ms']:8.1f} ms   p90 {v['p90_ms']:8.1f} ms   ({v['runs']} runs)"
+        )
     print(f"peak RSS of this process + children during the local runs: {local_peak / 2**20:.0f} MiB")
-    print(json.dumps({"rows": rows, "local_peak_mib": round(local_peak / 2**20), "load_avg": os.getloadavg()}))
+    print(
+        json.dumps({"rows": rows, "local_peak_mib": round(local_peak / 2**20), "load_avg": os.getloadavg()})
+    )
     return 0
 
 

@@ -9,7 +9,7 @@ per task on first use and cached under ``$LOPD_CACHE_DIR/evalplus/<dataset>-<md5
 
     from envs.evalplus.data import load_problems, expected_outputs
     problems = load_problems("humaneval")            # 164 tasks
-    gt = expected_outputs("humaneval", "HumanEval/0") # {"base": [...], "base_time": [...], "plus": ..., "plus_time": ...}
+    gt = expected_outputs("humaneval", "HumanEval/0")  # {"base", "base_time", "plus", "plus_time"}
 """
 
 from __future__ import annotations
@@ -49,7 +49,11 @@ def _load(dataset: Dataset, path: str) -> tuple[dict[str, dict[str, Any]], str]:
         if dataset == "humaneval":
             import evalplus.data.humaneval as mod
 
-            attr, get, get_hash = "HUMANEVAL_OVERRIDE_PATH", mod.get_human_eval_plus, mod.get_human_eval_plus_hash
+            attr, get, get_hash = (
+                "HUMANEVAL_OVERRIDE_PATH",
+                mod.get_human_eval_plus,
+                mod.get_human_eval_plus_hash,
+            )
         else:
             import evalplus.data.mbpp as mod
 
@@ -117,9 +121,9 @@ def compute_expected(dataset: Dataset, problem: dict[str, Any]) -> dict[str, lis
     oracle: dict[str, list] = {}
     for phase in ("base", "plus"):
         oracle[phase], oracle[f"{phase}_time"] = trusted_exec(
-            code, problem[f"{phase}_input"], problem["entry_point"], record_time=True, output_not_none=nn)
+            code, problem[f"{phase}_input"], problem["entry_point"], record_time=True, output_not_none=nn
+        )
     return oracle
-
 
 
 def import_evalplus_groundtruth(dataset: Dataset) -> int:
@@ -141,8 +145,11 @@ def import_evalplus_groundtruth(dataset: Dataset) -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
             with os.fdopen(fd, "wb") as out:
-                pickle.dump({k: gt[k] for k in ("base", "base_time", "plus", "plus_time")}, out,
-                            protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump(
+                    {k: gt[k] for k in ("base", "base_time", "plus", "plus_time")},
+                    out,
+                    protocol=pickle.HIGHEST_PROTOCOL,
+                )
             os.replace(tmp, path)
             n += 1
     return n

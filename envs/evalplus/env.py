@@ -20,8 +20,10 @@ from envs.sandbox.codeenv import CodeEnv
 from envs.sandbox.config import SandboxConfig, sandbox_config
 
 # evalplus 0.3.1 codegen's instruction for chat models (evalplus/codegen.py)
-INSTRUCTION = ("Please provide a self-contained Python script that solves the following problem in a "
-               "markdown code block:")
+INSTRUCTION = (
+    "Please provide a self-contained Python script that solves the following problem in a "
+    "markdown code block:"
+)
 
 
 def task_prompt(problem_prompt: str) -> str:
@@ -31,8 +33,13 @@ def task_prompt(problem_prompt: str) -> str:
 class EvalPlusEnv(CodeEnv):
     """One EvalPlus dataset; tasks are in split 'test'."""
 
-    def __init__(self, dataset: Dataset = "humaneval", mode: Mode = "strict",
-                 sandbox: SandboxConfig | dict | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        dataset: Dataset = "humaneval",
+        mode: Mode = "strict",
+        sandbox: SandboxConfig | dict | None = None,
+        **kwargs: Any,
+    ):
         super().__init__(**kwargs)
         if mode not in ("official", "strict"):
             raise ValueError(f"mode must be 'official' or 'strict', got {mode!r}")
@@ -43,12 +50,16 @@ class EvalPlusEnv(CodeEnv):
     @property
     def verifier(self) -> EvalPlusVerifier:
         if self._verifier is None:
-            self._verifier = EvalPlusVerifier(self.dataset, mode=self.mode, sandbox_config=self.sandbox_config)
+            self._verifier = EvalPlusVerifier(
+                self.dataset, mode=self.mode, sandbox_config=self.sandbox_config
+            )
         return self._verifier
 
     def load_tasks(self) -> list[Task]:
-        return [Task(tid, task_prompt(p["prompt"]), split="test", data={"entry_point": p["entry_point"]})
-                for tid, p in load_problems(self.dataset).items()]
+        return [
+            Task(tid, task_prompt(p["prompt"]), split="test", data={"entry_point": p["entry_point"]})
+            for tid, p in load_problems(self.dataset).items()
+        ]
 
     def grade(self, task: Task, answer: str) -> tuple[float, dict[str, Any]]:
         from evalplus.sanitize import sanitize

@@ -25,8 +25,16 @@ import pickle
 import time
 
 try:  # on the host (tests); inside the sandbox the guest helpers precede this source
-    from envs.sandbox.guest import (MsgReader, emit_result, fork_worker, guard_runner, kill_worker,
-                                    read_frame, release, send_msg)
+    from envs.sandbox.guest import (
+        MsgReader,
+        emit_result,
+        fork_worker,
+        guard_runner,
+        kill_worker,
+        read_frame,
+        release,
+        send_msg,
+    )
 except ImportError:
     pass
 
@@ -82,9 +90,9 @@ def compare(dataset, entry_point, out, exp, inp, atol):
     first float output when the task's atol is 0), ``counted`` False for HumanEval/32's ``continue``
     that never marks the input passed (the 0.3.1 quirk that fails every find_zero solution).
     """
+    import numpy as np
     from evalplus.eval import _digit_distance_nums, _poly, _surface_Area, is_floats
     from evalplus.eval._special_oracle import MBPP_OUTPUT_NOT_NONE_TASKS, MBPP_OUTPUT_SET_EQ_TASKS
-    import numpy as np
 
     try:
         exact_match = out == exp
@@ -110,7 +118,7 @@ def compare(dataset, entry_point, out, exp, inp, atol):
         if atol == 0 and is_floats(exp):
             atol = 1e-6
         if not exact_match and atol != 0:
-            assert type(out) == type(exp)
+            assert type(out) == type(exp)  # noqa: E721  (evalplus compares exact types)
             if isinstance(exp, (list, tuple)):
                 assert len(out) == len(exp)
             assert np.allclose(out, exp, rtol=1e-07, atol=atol)
@@ -187,20 +195,23 @@ def strict_phase(job, pid, msg_r, go_w, inputs, expected, time_limits, budget):
 
 def run_strict(job, phases):
     """Fork one waiting worker per phase BEFORE reading the expected outputs, then grade each."""
-    import evalplus.eval  # noqa: F401  (import once here, not in every forked worker)
+    import evalplus.eval
     import evalplus.eval.utils  # noqa: F401
 
     workers = []
     for ph in phases:
-        time_limits, timeout = phase_limits(ph["ref_time"], job["min_time_limit"], job["gt_time_limit_factor"])
+        time_limits, timeout = phase_limits(
+            ph["ref_time"], job["min_time_limit"], job["gt_time_limit_factor"]
+        )
         pid, msg_r, go_w = fork_worker(strict_worker, job, ph["inputs"], time_limits)
         workers.append((pid, msg_r, go_w, time_limits, timeout))
     expected = pickle.loads(read_frame(0))
     result = {}
     for ph, (pid, msg_r, go_w, time_limits, timeout) in zip(phases, workers):
         # evalplus joins the phase process for timeout + 1 s before killing it
-        result[ph["name"]] = strict_phase(job, pid, msg_r, go_w, ph["inputs"], expected[ph["name"]],
-                                          time_limits, timeout + 1)
+        result[ph["name"]] = strict_phase(
+            job, pid, msg_r, go_w, ph["inputs"], expected[ph["name"]], time_limits, timeout + 1
+        )
     return result
 
 
@@ -211,9 +222,17 @@ def run_official(job, phases):
     result = {}
     for ph in phases:
         stat, details = untrusted_check(
-            job["dataset"], job["code"], ph["inputs"], job["entry_point"], expected=ph["expected"],
-            atol=job["atol"], ref_time=ph["ref_time"], fast_check=True,
-            min_time_limit=job["min_time_limit"], gt_time_limit_factor=job["gt_time_limit_factor"])
+            job["dataset"],
+            job["code"],
+            ph["inputs"],
+            job["entry_point"],
+            expected=ph["expected"],
+            atol=job["atol"],
+            ref_time=ph["ref_time"],
+            fast_check=True,
+            min_time_limit=job["min_time_limit"],
+            gt_time_limit_factor=job["gt_time_limit_factor"],
+        )
         result[ph["name"]] = [stat, [bool(d) for d in details]]
     return result
 

@@ -53,17 +53,27 @@ def pass_at_k(results: dict[str, list[bool]], ks=(1, 10, 100)) -> dict[str, floa
     return {f"pass@{k}": float(estimate_pass_at_k(total, correct, k).mean()) for k in ks if total.min() >= k}
 
 
-def score_file(dataset: Dataset, samples_path: str | Path, mode: Mode = "official", out: str | Path | None = None,
-               sandbox: SandboxConfig | None = None, workers: int = 2) -> dict[str, Any]:
+def score_file(
+    dataset: Dataset,
+    samples_path: str | Path,
+    mode: Mode = "official",
+    out: str | Path | None = None,
+    sandbox: SandboxConfig | None = None,
+    workers: int = 2,
+) -> dict[str, Any]:
     """Grade every sample; write verdict lines to ``out`` (input order); return the summary."""
     samples = read_samples(samples_path)
     with EvalPlusVerifier(dataset, mode=mode, sandbox_config=sandbox) as v:
         known = [i for i, s in enumerate(samples) if s["task_id"] in v.problems]
         unknown = sorted({s["task_id"] for s in samples if s["task_id"] not in v.problems})
         if unknown:
-            print(f"warning: {len(unknown)} task ids not in {dataset} are skipped, e.g. {unknown[:3]}",
-                  file=sys.stderr)
-        verdicts = v.check_many([(samples[i]["task_id"], v.solution_of(samples[i])) for i in known], workers=workers)
+            print(
+                f"warning: {len(unknown)} task ids not in {dataset} are skipped, e.g. {unknown[:3]}",
+                file=sys.stderr,
+            )
+        verdicts = v.check_many(
+            [(samples[i]["task_id"], v.solution_of(samples[i])) for i in known], workers=workers
+        )
         missing = len(v.problems) - len({samples[i]["task_id"] for i in known})
     by_index: dict[int, Verdict] = dict(zip(known, verdicts))
     base: dict[str, list[bool]] = defaultdict(list)
@@ -76,8 +86,16 @@ def score_file(dataset: Dataset, samples_path: str | Path, mode: Mode = "officia
         counters[tid] += 1
         vd = by_index.get(i)
         if vd is None:
-            lines.append({"task_id": tid, "sample_index": idx, "pass": False, "base_status": None,
-                          "plus_status": None, "error": f"unknown task for {dataset}"})
+            lines.append(
+                {
+                    "task_id": tid,
+                    "sample_index": idx,
+                    "pass": False,
+                    "base_status": None,
+                    "plus_status": None,
+                    "error": f"unknown task for {dataset}",
+                }
+            )
             continue
         base[tid].append(vd.base_passed)
         plus[tid].append(vd.passed)
@@ -85,9 +103,15 @@ def score_file(dataset: Dataset, samples_path: str | Path, mode: Mode = "officia
     if out:
         with open(out, "w", encoding="utf-8") as f:
             f.writelines(json.dumps(line) + "\n" for line in lines)
-    return {"dataset": dataset, "mode": mode, "samples": len(samples), "tasks": len(base),
-            "tasks_missing": missing, "errors": sum(1 for vd in verdicts if vd.error),
-            "pass@k": {"base": pass_at_k(base), "plus": pass_at_k(plus)}}
+    return {
+        "dataset": dataset,
+        "mode": mode,
+        "samples": len(samples),
+        "tasks": len(base),
+        "tasks_missing": missing,
+        "errors": sum(1 for vd in verdicts if vd.error),
+        "pass@k": {"base": pass_at_k(base), "plus": pass_at_k(plus)},
+    }
 
 
 def format_summary(summary: dict[str, Any]) -> str:

@@ -35,8 +35,9 @@ from envs.sandbox.base import compose_program
 Mode = Literal["official", "strict"]
 PASS = "pass"
 _HERE = Path(__file__).parent
-_PROGRAM = compose_program((_HERE.parent / "sandbox" / "guest.py").read_text(),
-                           (_HERE / "sandbox_program.py").read_text())
+_PROGRAM = compose_program(
+    (_HERE.parent / "sandbox" / "guest.py").read_text(), (_HERE / "sandbox_program.py").read_text()
+)
 PRELOAD = ("numpy", "evalplus.eval", "evalplus.eval.utils", "marshal", "pickle", "multiprocessing")
 
 
@@ -80,9 +81,15 @@ def phase_budget(ref_time: list[float], min_time_limit: float, factor: float) ->
 class EvalPlusVerifier:
     """Grades solutions of one dataset in one sandbox backend. Thread-safe."""
 
-    def __init__(self, dataset: Dataset, mode: Mode = "strict", sandbox: Sandbox | None = None,
-                 sandbox_config: SandboxConfig | None = None, min_time_limit: float | None = None,
-                 gt_time_limit_factor: float | None = None):
+    def __init__(
+        self,
+        dataset: Dataset,
+        mode: Mode = "strict",
+        sandbox: Sandbox | None = None,
+        sandbox_config: SandboxConfig | None = None,
+        min_time_limit: float | None = None,
+        gt_time_limit_factor: float | None = None,
+    ):
         from evalplus.config import DEFAULT_GT_TIME_LIMIT_FACTOR, DEFAULT_MIN_TIME_LIMIT
 
         if mode not in ("official", "strict"):
@@ -100,7 +107,7 @@ class EvalPlusVerifier:
         if self._own_sandbox:
             self.sandbox.close()
 
-    def __enter__(self) -> "EvalPlusVerifier":
+    def __enter__(self) -> EvalPlusVerifier:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -128,8 +135,11 @@ class EvalPlusVerifier:
                 expected[name] = gt[name]
             phases.append(ph)
             budget += phase_budget(gt[f"{name}_time"], self.min_time_limit, self.factor)
-        blobs = (_frame(pickle.dumps(phases, protocol=4)),
-                 _frame(pickle.dumps(expected, protocol=4)) if self.mode == "strict" else b"", budget)
+        blobs = (
+            _frame(pickle.dumps(phases, protocol=4)),
+            _frame(pickle.dumps(expected, protocol=4)) if self.mode == "strict" else b"",
+            budget,
+        )
         with self._blob_lock:
             self._blobs[task_id] = blobs
             while len(self._blobs) > 16:
@@ -145,26 +155,47 @@ class EvalPlusVerifier:
             compile(solution, "<solution>", "exec")
         except Exception:
             return Verdict(task_id, False, "fail", "fail")
-        job = {"mode": self.mode, "dataset": self.dataset, "entry_point": p["entry_point"],
-               "code": solution, "atol": p["atol"], "min_time_limit": self.min_time_limit,
-               "gt_time_limit_factor": self.factor, "output_not_none": output_not_none(self.dataset, p["entry_point"])}
+        job = {
+            "mode": self.mode,
+            "dataset": self.dataset,
+            "entry_point": p["entry_point"],
+            "code": solution,
+            "atol": p["atol"],
+            "min_time_limit": self.min_time_limit,
+            "gt_time_limit_factor": self.factor,
+            "output_not_none": output_not_none(self.dataset, p["entry_point"]),
+        }
         phases, expected, budget = self._task_blobs(task_id)
         stdin = _frame(pickle.dumps(job, protocol=4)) + phases + expected
-        limits = Limits(timeout_s=budget + 15.0, cpu_s=int(budget) + 30, memory_mb=16384, nproc=64,
-                        max_output_bytes=64 << 20)
+        limits = Limits(
+            timeout_s=budget + 15.0,
+            cpu_s=int(budget) + 30,
+            memory_mb=16384,
+            nproc=64,
+            max_output_bytes=64 << 20,
+        )
         result = self.sandbox.run(_PROGRAM, stdin=stdin, limits=limits)
         return self._parse(task_id, result)
 
     def _parse(self, task_id: str, r: ExecResult) -> Verdict:
         try:
             if r.error or r.timed_out or r.output_truncated or r.exit_code != 0:
-                raise ValueError(r.error or f"runner exit {r.exit_code} signal {r.signal} timed_out {r.timed_out}: "
-                                 f"{r.stderr[-500:].decode(errors='replace')}")
+                raise ValueError(
+                    r.error
+                    or f"runner exit {r.exit_code} signal {r.signal} timed_out {r.timed_out}: "
+                    f"{r.stderr[-500:].decode(errors='replace')}"
+                )
             res = json.loads(r.stdout)
             base, plus = res["base"], res["plus"]
             bs, ps = str(base[0]), str(plus[0])
-            return Verdict(task_id, bs == PASS and ps == PASS, bs, ps,
-                           [bool(x) for x in base[1]], [bool(x) for x in plus[1]])
+            return Verdict(
+                task_id,
+                bs == PASS and ps == PASS,
+                bs,
+                ps,
+                [bool(x) for x in base[1]],
+                [bool(x) for x in plus[1]],
+            )
         except (ValueError, KeyError, TypeError, IndexError) as e:
             return Verdict(task_id, False, None, None, error=f"sandbox run failed: {e}")
 

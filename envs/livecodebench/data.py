@@ -32,8 +32,10 @@ from envs.data import require_data
 
 RELEASE_FILES = ["test.jsonl", "test2.jsonl", "test3.jsonl", "test4.jsonl", "test5.jsonl", "test6.jsonl"]
 STAGED_FILE = "lcb_codegen_lite_release_v6_public_tests.jsonl"
-PUBLIC_ONLY_NOTE = ("public tests only: this is NOT a LiveCodeBench score (the official private tests are "
-                    "missing from the staged data)")
+PUBLIC_ONLY_NOTE = (
+    "public tests only: this is NOT a LiveCodeBench score (the official private tests are "
+    "missing from the staged data)"
+)
 _MAX_PRIVATE_BYTES = 1 << 30
 
 
@@ -73,8 +75,11 @@ class Problem:
 
     def evaluation_sample(self) -> dict[str, Any]:
         """lcb_runner's ``get_evaluation_sample``: inputs, outputs and fn_name."""
-        return {"inputs": [t.input for t in self.tests], "outputs": [t.output for t in self.tests],
-                "fn_name": self.func_name}
+        return {
+            "inputs": [t.input for t in self.tests],
+            "outputs": [t.output for t in self.tests],
+            "fn_name": self.func_name,
+        }
 
 
 class _StringOnlyUnpickler(pickle.Unpickler):
@@ -89,8 +94,9 @@ def decode_private_tests(value: str) -> list[dict[str, Any]]:
     except ValueError:
         pass
     try:
-        raw = zlib.decompressobj().decompress(base64.b64decode(value.encode("utf-8"), validate=False),
-                                              _MAX_PRIVATE_BYTES)
+        raw = zlib.decompressobj().decompress(
+            base64.b64decode(value.encode("utf-8"), validate=False), _MAX_PRIVATE_BYTES
+        )
         obj = _StringOnlyUnpickler(io.BytesIO(raw)).load()
     except (ValueError, zlib.error, pickle.UnpicklingError, EOFError) as e:
         raise ValueError(f"private_test_cases is neither JSON nor an encoded test list: {e}") from None
@@ -104,7 +110,9 @@ def _tests(rows: Any, where: str) -> list[Test]:
         raise ValueError(f"{where}: tests must be a list")
     out = []
     for t in rows:
-        if not isinstance(t, dict) or not all(isinstance(t.get(k), str) for k in ("input", "output", "testtype")):
+        if not isinstance(t, dict) or not all(
+            isinstance(t.get(k), str) for k in ("input", "output", "testtype")
+        ):
             raise ValueError(f"{where}: a test needs string input, output and testtype")
         out.append(Test(t["input"], t["output"], t["testtype"]))
     return out
@@ -119,12 +127,18 @@ def parse_row(row: dict[str, Any], where: str = "row") -> Problem:
         meta = row.get("metadata") or "{}"
         meta = json.loads(meta) if isinstance(meta, str) else dict(meta)
         return Problem(
-            question_id=str(row["question_id"]), question_title=str(row.get("question_title", "")),
-            question_content=str(row["question_content"]), platform=str(row.get("platform", "")),
+            question_id=str(row["question_id"]),
+            question_title=str(row.get("question_title", "")),
+            question_content=str(row["question_content"]),
+            platform=str(row.get("platform", "")),
             contest_id=str(row.get("contest_id", "")),
             contest_date=datetime.fromisoformat(str(row["contest_date"])),
-            starter_code=str(row.get("starter_code") or ""), difficulty=str(row.get("difficulty", "")),
-            public_tests=public, private_tests=private, metadata=meta, public_only=not private,
+            starter_code=str(row.get("starter_code") or ""),
+            difficulty=str(row.get("difficulty", "")),
+            public_tests=public,
+            private_tests=private,
+            metadata=meta,
+            public_only=not private,
         )
     except (KeyError, TypeError) as e:
         raise ValueError(f"{where}: not a code_generation_lite row ({type(e).__name__}: {e})") from None
@@ -134,12 +148,18 @@ def release_files(release: str) -> list[str]:
     """The official files of a release name (release_vN cumulative, vN alone, release_latest)."""
     if release == "release_latest":
         return list(RELEASE_FILES)
-    if release.startswith("release_v") and release[9:].isdigit() and 1 <= int(release[9:]) <= len(RELEASE_FILES):
+    if (
+        release.startswith("release_v")
+        and release[9:].isdigit()
+        and 1 <= int(release[9:]) <= len(RELEASE_FILES)
+    ):
         return RELEASE_FILES[: int(release[9:])]
     if release.startswith("v") and release[1:].isdigit() and 1 <= int(release[1:]) <= len(RELEASE_FILES):
         return [RELEASE_FILES[int(release[1:]) - 1]]
-    raise ValueError(f"unknown release {release!r}: use release_v1..release_v{len(RELEASE_FILES)}, "
-                     f"release_latest or v1..v{len(RELEASE_FILES)}")
+    raise ValueError(
+        f"unknown release {release!r}: use release_v1..release_v{len(RELEASE_FILES)}, "
+        f"release_latest or v1..v{len(RELEASE_FILES)}"
+    )
 
 
 def _date(value: str | datetime | None) -> datetime | None:
@@ -161,8 +181,12 @@ def read_jsonl(path: Path) -> list[Problem]:
     return problems
 
 
-def load_problems(source: str | Path | None = None, release: str | None = None,
-                  start_date: str | datetime | None = None, end_date: str | datetime | None = None) -> list[Problem]:
+def load_problems(
+    source: str | Path | None = None,
+    release: str | None = None,
+    start_date: str | datetime | None = None,
+    end_date: str | datetime | None = None,
+) -> list[Problem]:
     """Problems of a file or release directory (default: the staged public-test file), filtered.
 
     ``release`` applies to a directory of official files; for a single file every row is used.
@@ -178,8 +202,12 @@ def load_problems(source: str | Path | None = None, release: str | None = None,
         if not path.exists():
             raise FileNotFoundError(f"no LiveCodeBench problems file at {path}")
         if release is not None:
-            raise ValueError("release selection needs a directory of the official test*.jsonl files; "
-                             "for a single file use start_date/end_date")
+            raise ValueError(
+                "release selection needs a directory of the official test*.jsonl files; "
+                "for a single file use start_date/end_date"
+            )
         problems = read_jsonl(path)
     lo, hi = _date(start_date), _date(end_date)
-    return [p for p in problems if (lo is None or p.contest_date >= lo) and (hi is None or p.contest_date <= hi)]
+    return [
+        p for p in problems if (lo is None or p.contest_date >= lo) and (hi is None or p.contest_date <= hi)
+    ]

@@ -20,13 +20,19 @@ from envs.livecodebench.verifier import LCBVerifier, Mode, extract_code
 from envs.sandbox.codeenv import CodeEnv
 from envs.sandbox.config import SandboxConfig, sandbox_config
 
-SYSTEM_MESSAGE = ("You are an expert Python programmer. You will be given a question (problem specification) and "
-                  "will generate a correct Python program that matches the specification and passes all tests. "
-                  "You will NOT return anything except for the program.")
-WITH_STARTER = ("You will use the following starter code to write the solution to the problem and enclose your "
-                "code within delimiters.")
-WITHOUT_STARTER = ("Read the inputs from stdin solve the problem and write the answer to stdout (do not directly "
-                   "test on the sample inputs). Enclose your code within delimiters as follows.")
+SYSTEM_MESSAGE = (
+    "You are an expert Python programmer. You will be given a question (problem specification) and "
+    "will generate a correct Python program that matches the specification and passes all tests. "
+    "You will NOT return anything except for the program."
+)
+WITH_STARTER = (
+    "You will use the following starter code to write the solution to the problem and enclose your "
+    "code within delimiters."
+)
+WITHOUT_STARTER = (
+    "Read the inputs from stdin solve the problem and write the answer to stdout (do not directly "
+    "test on the sample inputs). Enclose your code within delimiters as follows."
+)
 
 
 def question_prompt(p: Problem) -> str:
@@ -42,9 +48,16 @@ def question_prompt(p: Problem) -> str:
 class LiveCodeBenchEnv(CodeEnv):
     """Problems from ``source`` (default: the staged public-test file), split 'test'."""
 
-    def __init__(self, source: str | None = None, release: str | None = None,
-                 start_date: str | datetime | None = None, end_date: str | datetime | None = None,
-                 mode: Mode = "strict", sandbox: SandboxConfig | dict | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        source: str | None = None,
+        release: str | None = None,
+        start_date: str | datetime | None = None,
+        end_date: str | datetime | None = None,
+        mode: Mode = "strict",
+        sandbox: SandboxConfig | dict | None = None,
+        **kwargs: Any,
+    ):
         super().__init__(**kwargs)
         if mode not in ("official", "strict"):
             raise ValueError(f"mode must be 'official' or 'strict', got {mode!r}")
@@ -61,8 +74,10 @@ class LiveCodeBenchEnv(CodeEnv):
 
     def load_tasks(self) -> list[Task]:
         probs = load_problems(self.source, self.release, self.start_date, self.end_date)
-        return [Task(p.question_id, question_prompt(p), split="test", system=SYSTEM_MESSAGE, data={"problem": p})
-                for p in probs]
+        return [
+            Task(p.question_id, question_prompt(p), split="test", system=SYSTEM_MESSAGE, data={"problem": p})
+            for p in probs
+        ]
 
     def grade(self, task: Task, answer: str) -> tuple[float, dict[str, Any]]:
         problem: Problem = task.data["problem"]

@@ -29,18 +29,66 @@ import os
 import time
 
 try:  # on the host (tests); inside the sandbox the guest helpers precede this source
-    from envs.sandbox.guest import (MsgReader, emit_result, fork_worker, guard_runner, kill_worker,
-                                    read_frame, release, send_msg)
+    from envs.sandbox.guest import (
+        MsgReader,
+        emit_result,
+        fork_worker,
+        guard_runner,
+        kill_worker,
+        read_frame,
+        release,
+        send_msg,
+    )
 except ImportError:
     pass
 
 IMPORT_HEADER = "\n".join(
-    [f"from {m} import *" for m in ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math",
-                                     "random", "statistics", "itertools", "functools", "operator", "io", "sys",
-                                     "json", "builtins", "typing")]
-    + [f"import {m}" for m in ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math",
-                               "random", "statistics", "itertools", "functools", "operator", "io", "sys", "json")]
-    + ["sys.setrecursionlimit(50000)", ""])
+    [
+        f"from {m} import *"
+        for m in (
+            "string",
+            "re",
+            "datetime",
+            "collections",
+            "heapq",
+            "bisect",
+            "copy",
+            "math",
+            "random",
+            "statistics",
+            "itertools",
+            "functools",
+            "operator",
+            "io",
+            "sys",
+            "json",
+            "builtins",
+            "typing",
+        )
+    ]
+    + [
+        f"import {m}"
+        for m in (
+            "string",
+            "re",
+            "datetime",
+            "collections",
+            "heapq",
+            "bisect",
+            "copy",
+            "math",
+            "random",
+            "statistics",
+            "itertools",
+            "functools",
+            "operator",
+            "io",
+            "sys",
+            "json",
+        )
+    ]
+    + ["sys.setrecursionlimit(50000)", ""]
+)
 
 
 class TimeoutException(Exception):
@@ -54,7 +102,7 @@ def _on_alarm(signum, frame):
 
 def _truncate(s, length=300):
     s = s if isinstance(s, str) else str(s)
-    return s if len(s) <= length else s[: length // 2] + "...(truncated) ..." + s[-length // 2:]
+    return s if len(s) <= length else s[: length // 2] + "...(truncated) ..." + s[-length // 2 :]
 
 
 class Capturing(list):
@@ -99,8 +147,13 @@ def wrap_in_function(code):
         tree = ast.parse(code)
         imports = [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
         body = [s for s in tree.body if not isinstance(s, (ast.Import, ast.ImportFrom))]
-        fn = ast.FunctionDef(name="wrapped_function", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
-                             kw_defaults=[], defaults=[]), body=body, decorator_list=[], lineno=-1)
+        fn = ast.FunctionDef(
+            name="wrapped_function",
+            args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+            body=body,
+            decorator_list=[],
+            lineno=-1,
+        )
         return IMPORT_HEADER + "\n" + ast.unparse(imports) + "\n" + ast.unparse(fn)
     except Exception:
         return code
@@ -124,7 +177,6 @@ def compile_solution(code, timeout):
 def call_with_stdin(method, inputs):
     """Run a wrapped stdin program with the test input behind sys.stdin, open() and stdin.*."""
     import io
-    import sys
     from unittest.mock import mock_open, patch
 
     if isinstance(inputs, list):
@@ -132,11 +184,13 @@ def call_with_stdin(method, inputs):
     lines = iter(inputs.split("\n"))
     # Entered bottom-up, as lcb's decorators: read/readlines/readline land on the real stdin (which
     # the header's `from sys import *` bound as `stdin`), then sys.stdin itself is replaced.
-    patches = [patch("sys.stdin.read", lambda *a: inputs),
-               patch("sys.stdin.readlines", lambda *a: inputs.split("\n")),
-               patch("sys.stdin.readline", lambda *a: next(lines)),
-               patch("sys.stdin", io.StringIO(inputs)),
-               patch("builtins.open", mock_open(read_data=inputs))]
+    patches = [
+        patch("sys.stdin.read", lambda *a: inputs),
+        patch("sys.stdin.readlines", lambda *a: inputs.split("\n")),
+        patch("sys.stdin.readline", lambda *a: next(lines)),
+        patch("sys.stdin", io.StringIO(inputs)),
+        patch("builtins.open", mock_open(read_data=inputs)),
+    ]
     entered = []
     try:
         for p in patches:
@@ -192,9 +246,34 @@ def lcb_guard():
     faulthandler.disable()
     builtins.quit = None
     os.environ["OMP_NUM_THREADS"] = "1"
-    for name in ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir", "setuid", "fork", "forkpty",
-                 "killpg", "rename", "renames", "truncate", "replace", "unlink", "fchmod", "fchown", "chmod",
-                 "chown", "chroot", "lchflags", "lchmod", "lchown", "getcwd", "chdir"):
+    for name in (
+        "kill",
+        "system",
+        "putenv",
+        "remove",
+        "removedirs",
+        "rmdir",
+        "fchdir",
+        "setuid",
+        "fork",
+        "forkpty",
+        "killpg",
+        "rename",
+        "renames",
+        "truncate",
+        "replace",
+        "unlink",
+        "fchmod",
+        "fchown",
+        "chmod",
+        "chown",
+        "chroot",
+        "lchflags",
+        "lchmod",
+        "lchown",
+        "getcwd",
+        "chdir",
+    ):
         setattr(os, name, None)
     shutil.rmtree = shutil.move = shutil.chown = None
     subprocess.Popen = None
@@ -236,8 +315,12 @@ def grade_in_worker(job, report):
                     code_ = -3 if "timeoutexception" in repr(e).lower() else -4
                     results.append(code_)
                     report(i, ("E", code_, repr(e)))
-                    return results, _error(code_, "Time Limit Exceeded" if code_ == -3 else "Runtime Error",
-                                           error=repr(e), inputs=_truncate(inp))
+                    return results, _error(
+                        code_,
+                        "Time Limit Exceeded" if code_ == -3 else "Runtime Error",
+                        error=repr(e),
+                        inputs=_truncate(inp),
+                    )
                 finally:
                     signal.alarm(0)
                     faulthandler.disable()
@@ -247,8 +330,13 @@ def grade_in_worker(job, report):
             wrong = stdout_verdict(captured[0], outputs[i])
             if wrong is not None:
                 results.append(-2)
-                return results, _error(-2, wrong, output=_truncate(captured[0]), inputs=_truncate(inp),
-                                       expected=_truncate(outputs[i]))
+                return results, _error(
+                    -2,
+                    wrong,
+                    output=_truncate(captured[0]),
+                    inputs=_truncate(inp),
+                    expected=_truncate(outputs[i]),
+                )
             results.append(True)
         return results, {"execution time": 0.0}
     compiled = compile_solution(IMPORT_HEADER + "\n\n" + job["code"], timeout)
@@ -276,15 +364,24 @@ def grade_in_worker(job, report):
             ok = prediction == expected[i]
             results.append(True if ok else False)
             if not ok:
-                return results, _error(-2, "Wrong Answer", output=_truncate(prediction), inputs=_truncate(args),
-                                       expected=_truncate(expected[i]))
+                return results, _error(
+                    -2,
+                    "Wrong Answer",
+                    output=_truncate(prediction),
+                    inputs=_truncate(args),
+                    expected=_truncate(expected[i]),
+                )
         except Exception as e:
             signal.alarm(0)
             code_ = -3 if "timeoutexception" in repr(e).lower() else -4
             results.append(code_)
             report(i, ("E", code_, repr(e)))
-            return results, _error(code_, "Time Limit Exceeded" if code_ == -3 else "Runtime Error", error=repr(e),
-                                   inputs=_truncate(args))
+            return results, _error(
+                code_,
+                "Time Limit Exceeded" if code_ == -3 else "Runtime Error",
+                error=repr(e),
+                inputs=_truncate(args),
+            )
         finally:
             signal.alarm(0)
             faulthandler.disable()
@@ -316,8 +413,11 @@ def lcb_worker(msg_fd, job):
 def _global_failure():
     # lcb_runner: no result in time -> result [[-1]*n], then metadata_list[0] raises IndexError, so
     # evaluate_generations_by_problem keeps its initial [-2] and records a TestRunnerError.
-    return {"results": [-2], "metadata": _error(-5, "TestRunnerError", error="IndexError('list index out of range')"),
-            "global_timeout": True}
+    return {
+        "results": [-2],
+        "metadata": _error(-5, "TestRunnerError", error="IndexError('list index out of range')"),
+        "global_timeout": True,
+    }
 
 
 def strict_grade(job, outputs, reader, deadline):
@@ -363,8 +463,14 @@ def strict_grade(job, outputs, reader, deadline):
         if tag == "E":
             code_ = -3 if outcome[2] == -3 else -4
             results.append(code_)
-            return {"results": results, "metadata": _error(code_, "Time Limit Exceeded" if code_ == -3
-                                                           else "Runtime Error", error=str(outcome[3])[:300])}
+            return {
+                "results": results,
+                "metadata": _error(
+                    code_,
+                    "Time Limit Exceeded" if code_ == -3 else "Runtime Error",
+                    error=str(outcome[3])[:300],
+                ),
+            }
         if tag == "T" and fn_name is None:
             wrong = stdout_verdict(str(outcome[2]), outputs[i])
             if wrong is not None:

@@ -37,8 +37,12 @@ def read_samples(path: str | Path) -> list[dict[str, Any]]:
                 except ValueError as e:
                     raise ValueError(f"{path}:{n}: not JSON ({e})") from None
     for i, r in enumerate(rows):
-        if not isinstance(r, dict) or "question_id" not in r or not isinstance(r.get("code_list"), list) \
-                or not all(isinstance(c, str) for c in r["code_list"]):
+        if (
+            not isinstance(r, dict)
+            or "question_id" not in r
+            or not isinstance(r.get("code_list"), list)
+            or not all(isinstance(c, str) for c in r["code_list"])
+        ):
             raise ValueError(f"{path}: sample {i} needs 'question_id' and a 'code_list' of strings")
     return rows
 
@@ -52,13 +56,24 @@ def pass_at_k(per_problem: dict[str, list[bool]], ks=(1, 5, 10)) -> dict[str, fl
     if not per_problem:
         return {}
     totals = [len(v) for v in per_problem.values()]
-    return {f"pass@{k}": float(np.mean([estimator(len(v), sum(v), k) for v in per_problem.values()]))
-            for k in ks if min(totals) >= k}
+    return {
+        f"pass@{k}": float(np.mean([estimator(len(v), sum(v), k) for v in per_problem.values()]))
+        for k in ks
+        if min(totals) >= k
+    }
 
 
-def score_file(problems_path: str | Path, samples_path: str | Path, out: str | Path | None = None,
-               mode: Mode = "official", sandbox: SandboxConfig | None = None, workers: int = 2,
-               release: str | None = None, start_date: str | None = None, end_date: str | None = None) -> dict:
+def score_file(
+    problems_path: str | Path,
+    samples_path: str | Path,
+    out: str | Path | None = None,
+    mode: Mode = "official",
+    sandbox: SandboxConfig | None = None,
+    workers: int = 2,
+    release: str | None = None,
+    start_date: str | None = None,
+    end_date: str | None = None,
+) -> dict:
     problems = {p.question_id: p for p in load_problems(problems_path, release, start_date, end_date)}
     samples = read_samples(samples_path)
     jobs, slots = [], []
@@ -70,8 +85,10 @@ def score_file(problems_path: str | Path, samples_path: str | Path, out: str | P
                 jobs.append((problems[qid], code))
     unknown = sorted({q for q, _ in slots if q not in problems})
     if unknown:
-        print(f"warning: {len(unknown)} question ids not among the problems are skipped, e.g. {unknown[:3]}",
-              file=sys.stderr)
+        print(
+            f"warning: {len(unknown)} question ids not among the problems are skipped, e.g. {unknown[:3]}",
+            file=sys.stderr,
+        )
     with LCBVerifier(mode=mode, sandbox_config=sandbox) as v:
         verdicts = iter(v.check_many(jobs, workers=workers))
     per_problem: dict[str, list[bool]] = {}
@@ -79,8 +96,15 @@ def score_file(problems_path: str | Path, samples_path: str | Path, out: str | P
     public_only = False
     for qid, j in slots:
         if qid not in problems:
-            lines.append({"question_id": qid, "sample_index": j, "pass": False, "results": [],
-                          "error": "unknown question_id"})
+            lines.append(
+                {
+                    "question_id": qid,
+                    "sample_index": j,
+                    "pass": False,
+                    "results": [],
+                    "error": "unknown question_id",
+                }
+            )
             continue
         vd = next(verdicts)
         public_only = public_only or problems[qid].public_only
@@ -92,8 +116,13 @@ def score_file(problems_path: str | Path, samples_path: str | Path, out: str | P
     if out:
         with open(out, "w", encoding="utf-8") as f:
             f.writelines(json.dumps(x) + "\n" for x in lines)
-    return {"mode": mode, "problems": len(per_problem), "samples": sum(len(v) for v in per_problem.values()),
-            "pass@k": pass_at_k(per_problem), "public_only": public_only}
+    return {
+        "mode": mode,
+        "problems": len(per_problem),
+        "samples": sum(len(v) for v in per_problem.values()),
+        "pass@k": pass_at_k(per_problem),
+        "public_only": public_only,
+    }
 
 
 def format_summary(s: dict) -> str:

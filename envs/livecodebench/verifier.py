@@ -28,11 +28,31 @@ from envs.sandbox.base import compose_program
 Mode = Literal["official", "strict"]
 TIMEOUT_S = 6
 _HERE = Path(__file__).parent
-_PROGRAM = compose_program((_HERE.parent / "sandbox" / "guest.py").read_text(),
-                           (_HERE / "sandbox_program.py").read_text())
-PRELOAD = ("unittest.mock", "decimal", "marshal", "ast", "json", "string", "re", "datetime", "collections",
-           "heapq", "bisect", "copy", "math", "random", "statistics", "itertools", "functools", "operator",
-           "io", "typing")
+_PROGRAM = compose_program(
+    (_HERE.parent / "sandbox" / "guest.py").read_text(), (_HERE / "sandbox_program.py").read_text()
+)
+PRELOAD = (
+    "unittest.mock",
+    "decimal",
+    "marshal",
+    "ast",
+    "json",
+    "string",
+    "re",
+    "datetime",
+    "collections",
+    "heapq",
+    "bisect",
+    "copy",
+    "math",
+    "random",
+    "statistics",
+    "itertools",
+    "functools",
+    "operator",
+    "io",
+    "typing",
+)
 
 
 @dataclass
@@ -75,14 +95,19 @@ def extract_code(model_output: str) -> str:
     fences = [i for i, line in enumerate(lines) if "```" in line]
     if len(fences) < 2:
         return ""
-    return "\n".join(lines[fences[-2] + 1: fences[-1]])
+    return "\n".join(lines[fences[-2] + 1 : fences[-1]])
 
 
 class LCBVerifier:
     """Grades code for LiveCodeBench problems in one sandbox backend. Thread-safe."""
 
-    def __init__(self, mode: Mode = "strict", sandbox: Sandbox | None = None,
-                 sandbox_config: SandboxConfig | None = None, timeout: int = TIMEOUT_S):
+    def __init__(
+        self,
+        mode: Mode = "strict",
+        sandbox: Sandbox | None = None,
+        sandbox_config: SandboxConfig | None = None,
+        timeout: int = TIMEOUT_S,
+    ):
         if mode not in ("official", "strict"):
             raise ValueError(f"mode must be 'official' or 'strict', got {mode!r}")
         self.mode, self.timeout = mode, int(timeout)
@@ -93,7 +118,7 @@ class LCBVerifier:
         if self._own_sandbox:
             self.sandbox.close()
 
-    def __enter__(self) -> "LCBVerifier":
+    def __enter__(self) -> LCBVerifier:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -107,10 +132,16 @@ class LCBVerifier:
             # (stdin code is only parsed: lcb wraps it in a function, so a top-level `return` is fine)
             ast.parse(code) if sample["fn_name"] is None else compile(code, "<solution>", "exec")
         except Exception as e:
-            return LCBVerdict(problem.question_id, [-4], {"error_code": -4,
-                                                          "error_message": f"Error during testing: {e}"})
-        job = {"mode": self.mode, "code": code, "inputs": sample["inputs"], "fn_name": sample["fn_name"],
-               "timeout": self.timeout}
+            return LCBVerdict(
+                problem.question_id, [-4], {"error_code": -4, "error_message": f"Error during testing: {e}"}
+            )
+        job = {
+            "mode": self.mode,
+            "code": code,
+            "inputs": sample["inputs"],
+            "fn_name": sample["fn_name"],
+            "timeout": self.timeout,
+        }
         tail = b""
         if self.mode == "official":
             job["outputs"] = sample["outputs"]
@@ -118,17 +149,23 @@ class LCBVerifier:
             tail = _frame(json.dumps(sample["outputs"]).encode())
         stdin = _frame(json.dumps(job).encode()) + tail
         budget = (self.timeout + 1) * n + 5
-        limits = Limits(timeout_s=budget + 15.0, cpu_s=budget + 30, memory_mb=16384, nproc=64,
-                        max_output_bytes=64 << 20)
+        limits = Limits(
+            timeout_s=budget + 15.0, cpu_s=budget + 30, memory_mb=16384, nproc=64, max_output_bytes=64 << 20
+        )
         return self._parse(problem.question_id, self.sandbox.run(_PROGRAM, stdin=stdin, limits=limits))
 
     def _parse(self, qid: str, r: ExecResult) -> LCBVerdict:
         if r.timed_out:  # beyond the runner's own global limit: lcb_runner's global-timeout record
-            return LCBVerdict(qid, [-2], {"error_code": -5, "error_message": "TestRunnerError"}, global_timeout=True)
+            return LCBVerdict(
+                qid, [-2], {"error_code": -5, "error_message": "TestRunnerError"}, global_timeout=True
+            )
         try:
             if r.error or r.output_truncated or r.exit_code != 0:
-                raise ValueError(r.error or f"runner exit {r.exit_code} signal {r.signal}: "
-                                 f"{r.stderr[-500:].decode(errors='replace')}")
+                raise ValueError(
+                    r.error
+                    or f"runner exit {r.exit_code} signal {r.signal}: "
+                    f"{r.stderr[-500:].decode(errors='replace')}"
+                )
             res = json.loads(r.stdout)
             results = res["results"]
             if not isinstance(results, list) or not all(isinstance(x, (bool, int)) for x in results):

@@ -25,7 +25,6 @@ from __future__ import annotations
 import base64
 import builtins
 import ctypes
-import io
 import json
 import os
 import resource
@@ -77,13 +76,18 @@ def unshare(flags: int) -> None:
 
 def mount(src: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
     enc = lambda s: None if s is None else s.encode()  # noqa: E731
-    _check(_libc.mount(enc(src), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
-           f"mount {target}")
+    _check(
+        _libc.mount(enc(src), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}"
+    )
 
 
 def prctl(option: int, arg: int) -> None:
-    _check(_libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0),
-                       ctypes.c_ulong(0)), "prctl")
+    _check(
+        _libc.prctl(
+            ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)
+        ),
+        "prctl",
+    )
 
 
 # ---- framing -------------------------------------------------------------------------------------
@@ -149,8 +153,12 @@ def build_jail(ro_paths: list[str], tmp_dir: str) -> str:
     os.chmod(root + "/dev/shm", 0o1777)
     for dev in DEVICES:
         _bind(f"/dev/{dev}", f"{root}/dev/{dev}", readonly=False, nodev=False)
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
-                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ):
         os.symlink(target, f"{root}/dev/{name}")
     os.chroot(root)
     os.chdir("/")
@@ -248,7 +256,9 @@ def _worker_main(req: dict, fds: dict, workdir: str, uid: int | None) -> None:
         prctl(PR_SET_NO_NEW_PRIVS, 1)
         os.chdir(workdir)
         os.environ.clear()
-        os.environ.update(CLEAN_ENV, HOME=workdir, TMPDIR=os.path.dirname(workdir) if uid is not None else workdir)
+        os.environ.update(
+            CLEAN_ENV, HOME=workdir, TMPDIR=os.path.dirname(workdir) if uid is not None else workdir
+        )
     except BaseException as e:
         os.write(2, f"sandbox worker setup failed: {type(e).__name__}: {e}\n".encode())
         os._exit(WORKER_SETUP_FAILED)
@@ -466,9 +476,15 @@ def _relay(conn: socket.socket, req: dict, pid: int, in_w: int, out_r: int, err_
     out, err = bytes(outs[out_r]), bytes(outs[err_r])
     if truncated:
         out, err = out[:cap], err[: max(0, cap - len(out))]
-    return {"exit_code": None, "signal": None, "timed_out": timed_out, "truncated": truncated,
-            "stdout": base64.b64encode(out).decode(), "stderr": base64.b64encode(err).decode(),
-            "duration": duration}
+    return {
+        "exit_code": None,
+        "signal": None,
+        "timed_out": timed_out,
+        "truncated": truncated,
+        "stdout": base64.b64encode(out).decode(),
+        "stderr": base64.b64encode(err).decode(),
+        "duration": duration,
+    }
 
 
 # ---- the zygote ----------------------------------------------------------------------------------
@@ -477,8 +493,16 @@ def _serve(conn: socket.socket, mode: str, uid: int, tmp_dir: str) -> None:
         req = json.loads(recv_frame(conn, 64 << 20))
         reply = execute(conn, req, mode, uid, tmp_dir)
     except BaseException as e:
-        reply = {"error": f"{type(e).__name__}: {e}", "exit_code": None, "timed_out": False,
-                 "truncated": False, "stdout": "", "stderr": "", "duration": 0.0, "isolation": mode}
+        reply = {
+            "error": f"{type(e).__name__}: {e}",
+            "exit_code": None,
+            "timed_out": False,
+            "truncated": False,
+            "stdout": "",
+            "stderr": "",
+            "duration": 0.0,
+            "isolation": mode,
+        }
     try:
         conn.setblocking(True)
         send_frame(conn, json.dumps(reply).encode())

@@ -48,8 +48,7 @@ class ExecResult:
     @property
     def ok(self) -> bool:
         """The program ran to completion and exited 0."""
-        return (self.exit_code == 0 and not self.timed_out and not self.output_truncated
-                and self.error is None)
+        return self.exit_code == 0 and not self.timed_out and not self.output_truncated and self.error is None
 
 
 class Sandbox(abc.ABC):
@@ -63,8 +62,14 @@ class Sandbox(abc.ABC):
         """Trusted modules a backend may import ahead of the program (only a speed hint)."""
 
     @abc.abstractmethod
-    def run(self, program: str, *, stdin: bytes = b"", files: Mapping[str, bytes | str] | None = None,
-            limits: Limits | None = None) -> ExecResult:
+    def run(
+        self,
+        program: str,
+        *,
+        stdin: bytes = b"",
+        files: Mapping[str, bytes | str] | None = None,
+        limits: Limits | None = None,
+    ) -> ExecResult:
         """Run ``program`` once in a fresh sandbox and return what happened."""
 
     @property
@@ -75,7 +80,7 @@ class Sandbox(abc.ABC):
     def close(self) -> None:
         """Release processes and containers this backend holds."""
 
-    def __enter__(self) -> "Sandbox":
+    def __enter__(self) -> Sandbox:
         return self
 
     def __exit__(self, *exc) -> None:

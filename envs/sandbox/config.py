@@ -35,7 +35,7 @@ class Limits:
     tmpfs_mb: int = 256
     """Size of the fresh, private /tmp that holds the work dir (full isolation and docker)."""
 
-    def with_timeout(self, timeout_s: float) -> "Limits":
+    def with_timeout(self, timeout_s: float) -> Limits:
         return replace(self, timeout_s=float(timeout_s))
 
 
@@ -68,7 +68,7 @@ class SandboxConfig:
     """docker only: CPU quota of each container."""
 
 
-def sandbox_config(value: "SandboxConfig | dict | None") -> SandboxConfig:
+def sandbox_config(value: SandboxConfig | dict | None) -> SandboxConfig:
     """A SandboxConfig from itself, a plain mapping (YAML, gym.make kwargs) or None (the default).
 
     >>> sandbox_config({"backend": "docker", "limits": {"timeout_s": 3}}).limits.timeout_s

@@ -3,7 +3,8 @@
 Containers run with no network, memory and pids limits, a read-only root, a tmpfs /tmp, no
 capabilities, no-new-privileges and uid 65534. A pool keeps ``docker_pool_size`` containers started
 ahead of use, their boot program (under tini) already waiting on stdin; each serves exactly ONE
-execution and is then removed, so nothing a program leaves behind (files, processes) reaches another. Build the image first::
+execution and is then removed, so nothing a program leaves behind (files, processes) reaches another.
+Build the image first::
 
     make sandbox-image          # debootstrap + docker import (root, a Debian mirror)
 
@@ -33,10 +34,16 @@ from envs.sandbox.config import Limits, SandboxConfig
 IMAGE_VERSION = "1"
 """Must match IMAGE_VERSION in envs/sandbox/image/build.sh."""
 _BOOT = Path(__file__).with_name("_jail.py").read_text() + "\ncontainer_main()\n"
-_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
-        "OPENBLAS_NUM_THREADS": "1"}
-_FIX_DAEMON = ("start the Docker daemon (`sudo systemctl start docker`, or `sudo dockerd &`); install it with "
-               "`sudo apt-get install docker.io`; or use the local backend (sandbox.backend=local)")
+_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+}
+_FIX_DAEMON = (
+    "start the Docker daemon (`sudo systemctl start docker`, or `sudo dockerd &`); install it with "
+    "`sudo apt-get install docker.io`; or use the local backend (sandbox.backend=local)"
+)
 
 
 def docker_client(base_url: str | None = None):
@@ -49,7 +56,9 @@ def docker_client(base_url: str | None = None):
         client = docker.DockerClient(base_url=base_url) if base_url else docker.from_env()
         client.ping()
     except Exception as e:
-        raise SandboxUnavailable(f"Docker daemon not reachable ({type(e).__name__}: {e}); {_FIX_DAEMON}") from e
+        raise SandboxUnavailable(
+            f"Docker daemon not reachable ({type(e).__name__}: {e}); {_FIX_DAEMON}"
+        ) from e
     return client
 
 
@@ -60,11 +69,15 @@ def check_image(client, image: str) -> None:
     try:
         img = client.images.get(image)
     except docker.errors.ImageNotFound as e:
-        raise SandboxUnavailable(f"sandbox image {image!r} not found: build it with `make sandbox-image`") from e
+        raise SandboxUnavailable(
+            f"sandbox image {image!r} not found: build it with `make sandbox-image`"
+        ) from e
     have = (img.labels or {}).get("lopd.sandbox.version")
     if have != IMAGE_VERSION:
-        raise SandboxUnavailable(f"sandbox image {image!r} has version {have!r}, need {IMAGE_VERSION!r}: "
-                                 "rebuild it with `FORCE=1 make sandbox-image`")
+        raise SandboxUnavailable(
+            f"sandbox image {image!r} has version {have!r}, need {IMAGE_VERSION!r}: "
+            "rebuild it with `FORCE=1 make sandbox-image`"
+        )
 
 
 class DockerSandbox(Sandbox):
@@ -92,22 +105,36 @@ class DockerSandbox(Sandbox):
         return "docker"
 
     # ---- containers ---------------------------------------------------------------------------
-    def _create(self, limits: Limits) -> "_Slot":
+    def _create(self, limits: Limits) -> _Slot:
         """A started container whose boot program already waits for the request on stdin."""
         api = self.client.api
         mem = f"{limits.memory_mb}m" if limits.memory_mb else None
         host_config = api.create_host_config(
-            network_mode="none", mem_limit=mem, memswap_limit=mem, pids_limit=limits.nproc or None,
-            read_only=True, init=True,
-            tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.tmpfs_mb}m,mode=1777",
-                   "/dev/shm": f"rw,nosuid,nodev,size={limits.tmpfs_mb}m,mode=1777"},
-            cap_drop=["ALL"], security_opt=["no-new-privileges"], ipc_mode="private",
+            network_mode="none",
+            mem_limit=mem,
+            memswap_limit=mem,
+            pids_limit=limits.nproc or None,
+            read_only=True,
+            init=True,
+            tmpfs={
+                "/tmp": f"rw,nosuid,nodev,size={limits.tmpfs_mb}m,mode=1777",
+                "/dev/shm": f"rw,nosuid,nodev,size={limits.tmpfs_mb}m,mode=1777",
+            },
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            ipc_mode="private",
             nano_cpus=int(self.config.docker_cpus * 1e9) if self.config.docker_cpus else None,
         )
         cid = api.create_container(
-            self.config.docker_image, command=["/usr/bin/python3", "-I", "-c", _BOOT], stdin_open=True,
-            user="65534:65534", environment=_ENV, working_dir="/tmp", host_config=host_config,
-            labels={"lopd.sandbox": "1", "lopd.sandbox.owner": self.owner})["Id"]
+            self.config.docker_image,
+            command=["/usr/bin/python3", "-I", "-c", _BOOT],
+            stdin_open=True,
+            user="65534:65534",
+            environment=_ENV,
+            working_dir="/tmp",
+            host_config=host_config,
+            labels={"lopd.sandbox": "1", "lopd.sandbox.owner": self.owner},
+        )["Id"]
         with self._lock:
             self._live.add(cid)
         try:  # attach before start so no output is missed; stdin closes when we half-close the socket
@@ -132,7 +159,7 @@ class DockerSandbox(Sandbox):
             self._wake.wait(0.5)
             self._wake.clear()
 
-    def _acquire(self, limits: Limits) -> "_Slot":
+    def _acquire(self, limits: Limits) -> _Slot:
         if self._filler is not None and self._pool_key(limits) == self._pool_key(self.config.limits):
             try:
                 slot = self._pool.get_nowait()
@@ -166,33 +193,48 @@ class DockerSandbox(Sandbox):
             slot.close()
             self._discard(slot.cid)
         try:
-            for c in self.client.containers.list(all=True, filters={"label": f"lopd.sandbox.owner={self.owner}"}):
+            for c in self.client.containers.list(
+                all=True, filters={"label": f"lopd.sandbox.owner={self.owner}"}
+            ):
                 c.remove(force=True)
         except Exception:
             pass
 
     # ---- executions -------------------------------------------------------------------------
-    def run(self, program: str, *, stdin: bytes = b"", files: Mapping[str, bytes | str] | None = None,
-            limits: Limits | None = None) -> ExecResult:
+    def run(
+        self,
+        program: str,
+        *,
+        stdin: bytes = b"",
+        files: Mapping[str, bytes | str] | None = None,
+        limits: Limits | None = None,
+    ) -> ExecResult:
         limits = limits or self.config.limits
-        header = json.dumps({
-            "program": program,
-            "files": {k: base64.b64encode(v.encode() if isinstance(v, str) else v).decode()
-                      for k, v in (files or {}).items()},
-            "limits": asdict(limits), "stdin_len": len(stdin),
-        }).encode()
+        header = json.dumps(
+            {
+                "program": program,
+                "files": {
+                    k: base64.b64encode(v.encode() if isinstance(v, str) else v).decode()
+                    for k, v in (files or {}).items()
+                },
+                "limits": asdict(limits),
+                "stdin_len": len(stdin),
+            }
+        ).encode()
         t0 = time.monotonic()
         try:
             slot = self._acquire(limits)
         except Exception as e:
-            return ExecResult(None, backend=self.name, isolation="docker", error=f"container start failed: {e}")
+            return ExecResult(
+                None, backend=self.name, isolation="docker", error=f"container start failed: {e}"
+            )
         try:
             return self._talk(slot, header, stdin, limits, t0)
         finally:
             slot.close()
             self._discard(slot.cid)
 
-    def _talk(self, slot: "_Slot", header: bytes, stdin: bytes, limits: Limits, t0: float) -> ExecResult:
+    def _talk(self, slot: _Slot, header: bytes, stdin: bytes, limits: Limits, t0: float) -> ExecResult:
         raw = slot.raw
         deadline = t0 + limits.timeout_s
         out, err = bytearray(), bytearray()
@@ -210,7 +252,7 @@ class DockerSandbox(Sandbox):
                 raw.settimeout(left)
                 try:
                     chunk = raw.recv(1 << 20)
-                except socket.timeout:
+                except TimeoutError:
                     timed_out = True
                     break
                 if not chunk:
@@ -220,15 +262,21 @@ class DockerSandbox(Sandbox):
                     size = struct.unpack(">I", buf[4:8])[0]
                     if len(buf) < 8 + size:
                         break
-                    (out if buf[0] == 1 else err).extend(buf[8:8 + size])
-                    del buf[:8 + size]
+                    (out if buf[0] == 1 else err).extend(buf[8 : 8 + size])
+                    del buf[: 8 + size]
                 if len(out) + len(err) > limits.max_output_bytes:
                     truncated = True
                     break
         except OSError as e:
             if not isinstance(e, socket.timeout):
-                return ExecResult(None, stdout=bytes(out), stderr=bytes(err), backend=self.name,
-                                  isolation="docker", error=f"docker stream failed: {e}")
+                return ExecResult(
+                    None,
+                    stdout=bytes(out),
+                    stderr=bytes(err),
+                    backend=self.name,
+                    isolation="docker",
+                    error=f"docker stream failed: {e}",
+                )
             timed_out = True
         exit_code = sig = None
         if not (timed_out or truncated):
@@ -237,12 +285,22 @@ class DockerSandbox(Sandbox):
                 exit_code = int(status["StatusCode"])
             except Exception:
                 timed_out = True
-            if exit_code is not None and 128 < exit_code <= 128 + 64:  # killed by a signal (tini reports 128+n)
+            if (
+                exit_code is not None and 128 < exit_code <= 128 + 64
+            ):  # killed by a signal (tini reports 128+n)
                 exit_code, sig = None, exit_code - 128
         cap = limits.max_output_bytes
-        return ExecResult(exit_code, signal=sig, stdout=bytes(out[:cap]), stderr=bytes(err[: max(0, cap - len(out))]),
-                          timed_out=timed_out, output_truncated=truncated,
-                          duration_s=time.monotonic() - t0, backend=self.name, isolation="docker")
+        return ExecResult(
+            exit_code,
+            signal=sig,
+            stdout=bytes(out[:cap]),
+            stderr=bytes(err[: max(0, cap - len(out))]),
+            timed_out=timed_out,
+            output_truncated=truncated,
+            duration_s=time.monotonic() - t0,
+            backend=self.name,
+            isolation="docker",
+        )
 
 
 class _Slot:

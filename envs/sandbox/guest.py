@@ -101,8 +101,8 @@ class MsgReader:
                 if n > self.max_payload:
                     raise ValueError(f"worker message of {n} bytes")
                 if len(self.buf) >= 5 + n:
-                    payload = bytes(self.buf[5:5 + n])
-                    del self.buf[:5 + n]
+                    payload = bytes(self.buf[5 : 5 + n])
+                    del self.buf[: 5 + n]
                     return chr(kind), payload
             if self.eof:
                 return None

@@ -72,17 +72,26 @@ class LocalSandbox(Sandbox):
         os.chmod(self._sock_path, 0o600)
         lsock.listen(128)
         cfg = {
-            "listen_fd": lsock.fileno(), "isolation": self.config.isolation, "preload": list(self.preload),
+            "listen_fd": lsock.fileno(),
+            "isolation": self.config.isolation,
+            "preload": list(self.preload),
             "ro_paths": python_ro_paths() + list(self.config.extra_ro_paths),
-            "uid_base": self.config.uid_base, "uid_count": self.config.uid_count, "tmp_dir": self._dir,
+            "uid_base": self.config.uid_base,
+            "uid_count": self.config.uid_count,
+            "tmp_dir": self._dir,
         }
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}  # nothing of ours leaks in
         log_path = os.path.join(self._dir, "zygote.log")
         with open(log_path, "wb") as errlog:
             self._proc = subprocess.Popen(
                 [sys.executable, "-I", "-c", _LOADER, str(_JAIL), json.dumps(cfg)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog, env=env,
-                pass_fds=[lsock.fileno()], start_new_session=True, cwd="/",
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=errlog,
+                env=env,
+                pass_fds=[lsock.fileno()],
+                start_new_session=True,
+                cwd="/",
             )
         lsock.close()
         ready, _, _ = select.select([self._proc.stdout], [], [], _START_TIMEOUT_S)
@@ -94,15 +103,21 @@ class LocalSandbox(Sandbox):
         if not msg.get("ok"):
             detail = Path(log_path).read_text(errors="replace")[-2000:]
             self.close()
-            hint = ("run as root for isolation='full', or set sandbox isolation to 'auto'/'none'"
-                    if self.config.isolation == "full" else "see the log above")
+            hint = (
+                "run as root for isolation='full', or set sandbox isolation to 'auto'/'none'"
+                if self.config.isolation == "full"
+                else "see the log above"
+            )
             raise SandboxUnavailable(f"local sandbox failed to start: {msg.get('error')}; {hint}\n{detail}")
         self._isolation = msg["isolation"]
         if msg.get("warning") and msg["warning"] not in _warned:
             _warned.add(msg["warning"])
-            log.warning("local sandbox runs WITHOUT isolation (%s): the network and the filesystem are "
-                        "NOT isolated; only rlimits, a process group and a clean environment apply. "
-                        "Run as root or use the docker backend for untrusted code.", msg["warning"])
+            log.warning(
+                "local sandbox runs WITHOUT isolation (%s): the network and the filesystem are "
+                "NOT isolated; only rlimits, a process group and a clean environment apply. "
+                "Run as root or use the docker backend for untrusted code.",
+                msg["warning"],
+            )
 
     def _ensure(self) -> str:
         with self._lock:
@@ -139,13 +154,21 @@ class LocalSandbox(Sandbox):
             pass
 
     # ---- executions -------------------------------------------------------------------------
-    def run(self, program: str, *, stdin: bytes = b"", files: Mapping[str, bytes | str] | None = None,
-            limits: Limits | None = None) -> ExecResult:
+    def run(
+        self,
+        program: str,
+        *,
+        stdin: bytes = b"",
+        files: Mapping[str, bytes | str] | None = None,
+        limits: Limits | None = None,
+    ) -> ExecResult:
         limits = limits or self.config.limits
         header = {
             "program": program,
-            "files": {k: base64.b64encode(v.encode() if isinstance(v, str) else v).decode()
-                      for k, v in (files or {}).items()},
+            "files": {
+                k: base64.b64encode(v.encode() if isinstance(v, str) else v).decode()
+                for k, v in (files or {}).items()
+            },
             "limits": asdict(limits),
             "stdin_len": len(stdin),
         }
@@ -170,16 +193,25 @@ class LocalSandbox(Sandbox):
                 reply = json.loads(_recv_frame(sock))
                 break
             except (OSError, EOFError, ValueError) as e:
-                return ExecResult(exit_code=None, backend=self.name, isolation=self._isolation,
-                                  error=f"sandbox connection failed: {type(e).__name__}: {e}")
+                return ExecResult(
+                    exit_code=None,
+                    backend=self.name,
+                    isolation=self._isolation,
+                    error=f"sandbox connection failed: {type(e).__name__}: {e}",
+                )
             finally:
                 sock.close()
         return ExecResult(
-            exit_code=reply.get("exit_code"), signal=reply.get("signal"),
-            stdout=base64.b64decode(reply.get("stdout", "")), stderr=base64.b64decode(reply.get("stderr", "")),
-            timed_out=bool(reply.get("timed_out")), output_truncated=bool(reply.get("truncated")),
-            duration_s=float(reply.get("duration", 0.0)), backend=self.name,
-            isolation=reply.get("isolation", self._isolation), error=reply.get("error"),
+            exit_code=reply.get("exit_code"),
+            signal=reply.get("signal"),
+            stdout=base64.b64decode(reply.get("stdout", "")),
+            stderr=base64.b64decode(reply.get("stderr", "")),
+            timed_out=bool(reply.get("timed_out")),
+            output_truncated=bool(reply.get("truncated")),
+            duration_s=float(reply.get("duration", 0.0)),
+            backend=self.name,
+            isolation=reply.get("isolation", self._isolation),
+            error=reply.get("error"),
         )
 
 

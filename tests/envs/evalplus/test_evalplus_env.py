@@ -1,4 +1,5 @@
 """The EvalPlus environments: registration, check_env, one-step episodes, verdict info."""
+
 import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
@@ -24,11 +25,19 @@ def test_episode_rewards_the_sanitised_answer():
         prompt, info = env.reset(options={"task_id": "HumanEval/53"})
         assert "def add(x: int, y: int)" in prompt and prompt.startswith("Please provide a self-contained")
         assert info["tools"] == [] and info["messages"][1]["content"] == prompt
-        answer = "<think>sum them</think>Sure:\n```python\ndef add(x: int, y: int):\n    return x + y\n```\nThat's it."
+        answer = (
+            "<think>sum them</think>Sure:\n```python\ndef add(x: int, y: int):\n    return x + y\n```\n"
+            "That's it."
+        )
         _, reward, terminated, truncated, info = env.step(answer)
         assert (reward, terminated, truncated) == (1.0, True, False)
-        assert info["verdict"] == {"task_id": "HumanEval/53", "pass": True, "base_status": "pass",
-                                   "plus_status": "pass", "mode": "strict"}
+        assert info["verdict"] == {
+            "task_id": "HumanEval/53",
+            "pass": True,
+            "base_status": "pass",
+            "plus_status": "pass",
+            "mode": "strict",
+        }
         env.reset(options={"task_id": "HumanEval/53"})
         _, reward, terminated, _, info = env.step("```python\ndef add(x, y):\n    return x * y\n```")
         assert reward == 0.0 and terminated and info["verdict"]["base_status"] == "fail"
@@ -44,7 +53,10 @@ def test_modes_and_bad_mode():
     env = gym.make("lopd/evalplus-humaneval-v0", mode="official")
     try:
         env.reset(options={"task_id": "HumanEval/53"})
-        fake = "```python\nclass T:\n    def __eq__(self, o):\n        return True\ndef add(x, y):\n    return T()\n```"
+        fake = (
+            "```python\nclass T:\n    def __eq__(self, o):\n        return True\n"
+            "def add(x, y):\n    return T()\n```"
+        )
         _, reward, *_ = env.step(fake)
         assert reward == 1.0  # evalplus 0.3.1 accepts it: that is why training uses strict
     finally:

@@ -1,12 +1,16 @@
 """EvalPlus verifier: both verdict modes on canonical, wrong and faked solutions; evalplus's quirks."""
+
 import pytest
 
 from envs.data import has_data
 
 pytestmark = pytest.mark.skipif(not has_data("evalplus"), reason="EvalPlus data not found; set LOPD_DATA_DIR")
 
-FAKE_EQ = "class T:\n    def __eq__(self, o):\n        return True\n    def __ne__(self, o):\n        return False\n" \
-          "def {ep}(*a, **k):\n    return T()\n"
+FAKE_EQ = (
+    "class T:\n    def __eq__(self, o):\n        return True\n"
+    "    def __ne__(self, o):\n        return False\n"
+    "def {ep}(*a, **k):\n    return T()\n"
+)
 
 
 def canonical(problems, task_id):
@@ -51,14 +55,19 @@ def test_faked_equality_official_passes_strict_fails(he):
 
 
 def test_int_subclass_with_eq_official_passes_strict_fails(he):
-    code = "class I(int):\n    def __eq__(self, o):\n        return True\n    __hash__ = int.__hash__\n" \
-           "def add(x, y):\n    return I(0)\n"
+    code = (
+        "class I(int):\n    def __eq__(self, o):\n        return True\n    __hash__ = int.__hash__\n"
+        "def add(x, y):\n    return I(0)\n"
+    )
     assert he.check("HumanEval/53", code).passed is (he.mode == "official")
 
 
 def test_patched_numpy_allclose_official_passes_strict_fails(he):
     # HumanEval/4 returns floats, so evalplus compares with np.allclose in the solution's own process
-    code = "import numpy\nnumpy.allclose = lambda *a, **k: True\ndef mean_absolute_deviation(numbers):\n    return 0.0\n"
+    code = (
+        "import numpy\nnumpy.allclose = lambda *a, **k: True\n"
+        "def mean_absolute_deviation(numbers):\n    return 0.0\n"
+    )
     assert he.check("HumanEval/4", code).passed is (he.mode == "official")
 
 
@@ -69,8 +78,9 @@ def test_float_tolerance(he):
 
 @pytest.mark.slow
 def test_timeouts_and_exits_are_evalplus_statuses(he):
-    assert (lambda v: (v.base_status, v.plus_status))(he.check("HumanEval/53", "import os\ndef add(x, y):\n    os._exit(0)\n")) \
-        == ("timeout", "timeout")
+    assert (lambda v: (v.base_status, v.plus_status))(
+        he.check("HumanEval/53", "import os\ndef add(x, y):\n    os._exit(0)\n")
+    ) == ("timeout", "timeout")
     v = he.check("HumanEval/53", "def add(x, y):\n    while True:\n        pass\n")
     assert (v.base_status, v.plus_status) == ("fail", "fail")  # the per-input limit raises inside
     v = he.check("HumanEval/53", "import sys\ndef add(x, y):\n    sys.exit(0)\n")

@@ -6,7 +6,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from lcb_records import SUM_ROW, TWO_SUM_ROW  # noqa: E402
+from lcb_records import SUM_ROW, TWO_SUM_ROW
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
 """LiveCodeBench loading: staged data, encoded private tests (safely), releases and date windows."""
+
 import base64
 import json
 import os
@@ -7,12 +8,14 @@ import zlib
 from datetime import datetime
 
 import pytest
+from lcb_records import SUM_ROW, TWO_SUM_ROW, encode_private, row, stdin_test
 
 from envs.data import has_data, require_data
 from envs.livecodebench.data import decode_private_tests, load_problems, release_files
-from lcb_records import SUM_ROW, TWO_SUM_ROW, encode_private, row, stdin_test
 
-needs_lcb = pytest.mark.skipif(not has_data("livecodebench"), reason="LiveCodeBench data not found; set LOPD_DATA_DIR")
+needs_lcb = pytest.mark.skipif(
+    not has_data("livecodebench"), reason="LiveCodeBench data not found; set LOPD_DATA_DIR"
+)
 
 
 @needs_lcb

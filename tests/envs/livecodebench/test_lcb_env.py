@@ -1,11 +1,12 @@
 """The LiveCodeBench environment: check_env, lcb's prompt, one-step episodes, the public-only note."""
+
 import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
+from lcb_records import SUM_OK, TWO_SUM_OK
 
 import envs  # noqa: F401
 from envs.data import has_data
-from lcb_records import SUM_OK, TWO_SUM_OK
 
 
 @pytest.mark.skipif(not has_data("livecodebench"), reason="LiveCodeBench data not found; set LOPD_DATA_DIR")
@@ -15,7 +16,10 @@ def test_check_env_and_public_only_note():
         check_env(env.unwrapped, skip_render_check=False)
         _, info = env.reset(options={"task_id": "2727"})
         assert info["messages"][0]["content"].startswith("You are an expert Python programmer.")
-        code = "class Solution:\n    def countSeniors(self, details):\n        return sum(int(d[11:13]) > 60 for d in details)\n"
+        code = (
+            "class Solution:\n    def countSeniors(self, details):\n"
+            "        return sum(int(d[11:13]) > 60 for d in details)\n"
+        )
         _, reward, terminated, _, info = env.step(f"<think>ages</think>\n```python\n{code}```")
         assert reward == 1.0 and terminated and "NOT a LiveCodeBench score" in info["verdict"]["note"]
     finally:
@@ -28,7 +32,11 @@ def test_own_records_episode(own_file):
         prompt, _ = env.reset(options={"task_id": "own_twosum"})
         assert "### Format: You will use the following starter code" in prompt and "def twoSum" in prompt
         _, reward, *_, info = env.step(f"```python\n{TWO_SUM_OK}```")
-        assert reward == 1.0 and info["verdict"]["results"] == [True, True, True] and "note" not in info["verdict"]
+        assert (
+            reward == 1.0
+            and info["verdict"]["results"] == [True, True, True]
+            and "note" not in info["verdict"]
+        )
         prompt, _ = env.reset(options={"task_id": "own_sum"})
         assert "Read the inputs from stdin" in prompt
         _, reward, *_ = env.step(f"first try\n```python\nprint(0)\n```\nfixed:\n```python\n{SUM_OK}```")

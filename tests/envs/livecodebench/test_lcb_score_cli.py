@@ -1,25 +1,37 @@
-"""``lopd score livecodebench``: code_list samples, verdict lines in order, pass@1, the public-only warning."""
+"""``lopd score livecodebench``: code_list samples, verdict lines in order, pass@1, public-only warning."""
+
 import json
 
 import pytest
+from lcb_records import SUM_OK, TWO_SUM_OK
 
 from envs.data import has_data, require_data
 from harness.cli import main
-from lcb_records import SUM_OK, TWO_SUM_OK
 
 
 def test_score_own_records(own_file, tmp_path, capsys):
-    samples = [{"question_id": "own_sum", "code_list": [SUM_OK, "print(0)"]},
-               {"question_id": "own_twosum", "code_list": [TWO_SUM_OK]},
-               {"question_id": "missing", "code_list": ["print(1)"]}]
+    samples = [
+        {"question_id": "own_sum", "code_list": [SUM_OK, "print(0)"]},
+        {"question_id": "own_twosum", "code_list": [TWO_SUM_OK]},
+        {"question_id": "missing", "code_list": ["print(1)"]},
+    ]
     path, out = tmp_path / "gen.json", tmp_path / "verdicts.jsonl"
     path.write_text(json.dumps(samples))
-    assert main(["score", "livecodebench", "--problems", str(own_file), "--samples", str(path), "--out", str(out)]) == 0
+    assert (
+        main(
+            ["score", "livecodebench", "--problems", str(own_file), "--samples", str(path), "--out", str(out)]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "pass@1: 0.7500" in text and "NOT a LiveCodeBench score" not in text  # (1/2 + 1) / 2
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert [(x["question_id"], x["sample_index"], x["pass"]) for x in lines] == [
-        ("own_sum", 0, True), ("own_sum", 1, False), ("own_twosum", 0, True), ("missing", 0, False)]
+        ("own_sum", 0, True),
+        ("own_sum", 1, False),
+        ("own_twosum", 0, True),
+        ("missing", 0, False),
+    ]
     assert lines[0]["results"] == [True, True, True] and lines[1]["results"] == [-2]
 
 

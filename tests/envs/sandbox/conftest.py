@@ -1,4 +1,5 @@
 """Sandboxes for the tests: the local one always, the docker one when its daemon and image exist."""
+
 import os
 
 import pytest

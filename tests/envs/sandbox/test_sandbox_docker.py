@@ -1,4 +1,5 @@
 """The docker backend: clear errors when it cannot run, one container per execution, cleanup."""
+
 import time
 
 import pytest
@@ -39,7 +40,8 @@ def test_each_execution_gets_a_fresh_container(docker_sandbox):
 def test_container_is_confined(docker_sandbox):
     r = docker_sandbox.run(
         "import os\nprint(os.getuid(), os.getcwd())\n"
-        "try:\n    open('/usr/x', 'w')\nexcept OSError as e:\n    print('ro', e.errno)\n")
+        "try:\n    open('/usr/x', 'w')\nexcept OSError as e:\n    print('ro', e.errno)\n"
+    )
     assert r.stdout.decode().splitlines() == ["65534 /tmp/work", "ro 30"]  # EROFS: read-only root
 
 
@@ -68,8 +70,11 @@ def test_cold_start_without_pool_and_cleanup():
 def test_contract_matches_the_local_backend(docker_sandbox):
     import signal
 
-    r = docker_sandbox.run("import sys\nprint(input()[::-1]); print(open('d/x').read()); sys.exit(3)",
-                           stdin=b"abc\n", files={"d/x": "hi"})
+    r = docker_sandbox.run(
+        "import sys\nprint(input()[::-1]); print(open('d/x').read()); sys.exit(3)",
+        stdin=b"abc\n",
+        files={"d/x": "hi"},
+    )
     assert (r.exit_code, r.stdout) == (3, b"cba\nhi\n")
     r = docker_sandbox.run("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)")
     assert r.exit_code is None and r.signal == signal.SIGSEGV

@@ -1,4 +1,5 @@
 """The local backend: the interface contract, limits, and what full isolation confines."""
+
 import os
 import signal
 
@@ -12,8 +13,11 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="full isolation needs 
 
 
 def test_stdin_stdout_files_and_exit_code(local_sandbox):
-    r = local_sandbox.run("import sys\nprint(input()[::-1]); print(open('data/x.txt').read()); sys.exit(3)",
-                          stdin=b"abc\n", files={"data/x.txt": "hello"})
+    r = local_sandbox.run(
+        "import sys\nprint(input()[::-1]); print(open('data/x.txt').read()); sys.exit(3)",
+        stdin=b"abc\n",
+        files={"data/x.txt": "hello"},
+    )
     assert r.exit_code == 3 and r.stdout == b"cba\nhello\n" and not r.ok
 
 
@@ -33,7 +37,9 @@ def test_wall_clock_timeout_kills(local_sandbox):
 
 
 def test_output_cap_kills_the_flood(local_sandbox):
-    r = local_sandbox.run("while True: print('x' * 4096)", limits=Limits(timeout_s=10, max_output_bytes=100_000))
+    r = local_sandbox.run(
+        "while True: print('x' * 4096)", limits=Limits(timeout_s=10, max_output_bytes=100_000)
+    )
     assert r.output_truncated and len(r.stdout) <= 100_000 and r.duration_s < 5
 
 
@@ -62,8 +68,17 @@ def test_fresh_work_dir_each_run(local_sandbox):
 def test_environment_is_clean(local_sandbox):
     r = local_sandbox.run("import os; print(sorted(os.environ))")
     names = eval(r.stdout)
-    assert set(names) <= {"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                          "MKL_NUM_THREADS", "PYTHONDONTWRITEBYTECODE"}
+    assert set(names) <= {
+        "PATH",
+        "HOME",
+        "LANG",
+        "LC_ALL",
+        "TMPDIR",
+        "OMP_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "PYTHONDONTWRITEBYTECODE",
+    }
 
 
 def test_concurrent_runs_are_independent(local_sandbox):
@@ -84,12 +99,29 @@ def test_full_isolation_confines(local_sandbox):
         "print(os.getuid() != 0, os.getpid(), sorted(p for p in os.listdir('/proc') if p.isdigit()))\n"
         "print(sorted(os.listdir('/')))\n"
         f"print(os.path.exists({str(data_dir())!r}), os.path.exists(os.path.expanduser('~root/.ssh')))\n"
-        "try:\n    socket.create_connection(('127.0.0.1', 22), 1)\nexcept OSError as e:\n    print('net', e.errno)\n")
+        "try:\n    socket.create_connection(('127.0.0.1', 22), 1)\n"
+        "except OSError as e:\n    print('net', e.errno)\n"
+    )
     lines = r.stdout.decode().splitlines()
     assert lines[0] == "True 2 ['1', '2']"  # own pid namespace: only init and the program
     top = set(eval(lines[1]))
-    assert top <= {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "proc", "tmp", "dev", "root", "work",
-                   "home", "opt"}  # only the read-only system dirs and the interpreter's prefix
+    assert top <= {
+        "bin",
+        "sbin",
+        "lib",
+        "lib32",
+        "lib64",
+        "libx32",
+        "usr",
+        "etc",
+        "proc",
+        "tmp",
+        "dev",
+        "root",
+        "work",
+        "home",
+        "opt",
+    }  # only the read-only system dirs and the interpreter's prefix
     assert lines[2] == "False False"  # no benchmark data (canonical solutions), no host home
     assert lines[3].startswith("net ")
 
@@ -128,8 +160,11 @@ def test_unknown_backend_and_config_parsing():
 
 
 def test_compose_program_hoists_future_imports():
-    prog = compose_program("from __future__ import annotations\nA = 1\n", "from __future__ import annotations\nB = A\n",
-                           call="print(B)")
+    prog = compose_program(
+        "from __future__ import annotations\nA = 1\n",
+        "from __future__ import annotations\nB = A\n",
+        call="print(B)",
+    )
     assert prog.count("from __future__") == 1 and prog.startswith("from __future__")
     compile(prog, "<p>", "exec")
 

@@ -3,6 +3,7 @@ the harness keeps working) and, graded as an EvalPlus (strict) or LiveCodeBench 
 
 docker cases are marked ``docker`` and skip with the reason when the daemon or the image is absent.
 """
+
 import os
 import secrets
 import socket
@@ -15,8 +16,12 @@ from envs.data import has_data, require_data
 from envs.sandbox import Limits, SandboxConfig
 
 BACKENDS = ["local", pytest.param("docker", marks=[pytest.mark.docker, pytest.mark.slow])]
-needs_evalplus = pytest.mark.skipif(not has_data("evalplus"), reason="EvalPlus data not found; set LOPD_DATA_DIR")
-needs_lcb = pytest.mark.skipif(not has_data("livecodebench"), reason="LiveCodeBench data not found; set LOPD_DATA_DIR")
+needs_evalplus = pytest.mark.skipif(
+    not has_data("evalplus"), reason="EvalPlus data not found; set LOPD_DATA_DIR"
+)
+needs_lcb = pytest.mark.skipif(
+    not has_data("livecodebench"), reason="LiveCodeBench data not found; set LOPD_DATA_DIR"
+)
 
 
 @pytest.fixture(params=BACKENDS)
@@ -38,14 +43,24 @@ def sandbox_uid_processes(cfg: SandboxConfig = SandboxConfig()) -> list[int]:
     return found
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")[:200]
+    except OSError:
+        return "?"
+
+
 def assert_nothing_left(sb):
     if sb.name == "local":
-        deadline = time.monotonic() + 2
+        deadline = time.monotonic() + 5  # a killed pid namespace can take a moment to tear down under load
         while sandbox_uid_processes() and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert sandbox_uid_processes() == []
+        left = sandbox_uid_processes()
+        assert left == [], [(pid, _cmdline(pid)) for pid in left]
     # the harness survives: the same backend still runs code
-    assert sb.run("print('alive')").stdout == b"alive\n"
+    r = sb.run("print('alive')")
+    assert r.stdout == b"alive\n", r
 
 
 class Listener:
@@ -78,11 +93,17 @@ class Listener:
 # ---- containment of raw programs -----------------------------------------------------------------
 FORK_BOMB = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
 MEMORY_BOMB = "x = []\nwhile True:\n    x.append(bytearray(32 << 20))\n"
-DEEP_RECURSION = "import sys\nsys.setrecursionlimit(10**8)\ndef f(n):\n    return list(map(f, [n + 1]))\nf(0)\n"
-ORPHANS = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(60)\n"
-           "        os._exit(0)\n    os._exit(0)\nprint('parent done')\n")
-KILL_PARENT = ("import os, signal\nfor pid in (os.getppid(), 1, -1):\n    try:\n        os.kill(pid, signal.SIGKILL)\n"
-               "    except OSError as e:\n        print(pid, e.errno)\n")
+DEEP_RECURSION = (
+    "import sys\nsys.setrecursionlimit(10**8)\ndef f(n):\n    return list(map(f, [n + 1]))\nf(0)\n"
+)
+ORPHANS = (
+    "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(60)\n"
+    "        os._exit(0)\n    os._exit(0)\nprint('parent done')\n"
+)
+KILL_PARENT = (
+    "import os, signal\nfor pid in (os.getppid(), 1, -1):\n    try:\n        os.kill(pid, signal.SIGKILL)\n"
+    "    except OSError as e:\n        print(pid, e.errno)\n"
+)
 
 
 def test_fork_bomb_is_capped_and_killed(sandbox):
@@ -110,8 +131,10 @@ def test_deep_recursion_crashes_only_itself(sandbox):
 
 
 def test_huge_stdout_is_capped(sandbox):
-    r = sandbox.run("import os\nwhile True:\n    os.write(1, b'x' * 65536)\n",
-                    limits=Limits(timeout_s=10, max_output_bytes=1 << 20))
+    r = sandbox.run(
+        "import os\nwhile True:\n    os.write(1, b'x' * 65536)\n",
+        limits=Limits(timeout_s=10, max_output_bytes=1 << 20),
+    )
     assert r.output_truncated and len(r.stdout) <= 1 << 20
     assert_nothing_left(sandbox)
 
@@ -122,11 +145,21 @@ def test_writes_outside_the_work_dir_do_not_reach_the_host(sandbox, tmp_path):
     os.chmod(tmp_path, 0o777)
     os.chmod(host_dir, 0o777)  # writable by anyone on the host: only isolation stops the write
     nonce = secrets.token_hex(4)
-    targets = [f"{host_dir}/escaped-{nonce}", f"/tmp/escaped-{nonce}", f"/usr/escaped-{nonce}",
-               f"/etc/escaped-{nonce}", f"/dev/shm/escaped-{nonce}"]
-    prog = "ok = []\n" + "".join(
-        f"try:\n    open({t!r}, 'w').write('x')\n    ok.append({t!r})\nexcept OSError:\n    pass\n" for t in targets
-    ) + "print(ok)\n"
+    targets = [
+        f"{host_dir}/escaped-{nonce}",
+        f"/tmp/escaped-{nonce}",
+        f"/usr/escaped-{nonce}",
+        f"/etc/escaped-{nonce}",
+        f"/dev/shm/escaped-{nonce}",
+    ]
+    prog = (
+        "ok = []\n"
+        + "".join(
+            f"try:\n    open({t!r}, 'w').write('x')\n    ok.append({t!r})\nexcept OSError:\n    pass\n"
+            for t in targets
+        )
+        + "print(ok)\n"
+    )
     sandbox.run(prog)
     for t in targets:
         assert not os.path.exists(t), t
@@ -138,9 +171,11 @@ def test_host_environment_is_not_readable(backend, monkeypatch):
     nonce = "lopd-secret-" + secrets.token_hex(8)
     monkeypatch.setenv("LOPD_REDTEAM_SECRET", nonce)
     monkeypatch.setenv("OPENAI_API_KEY", nonce)
-    prog = ("import os, glob\nprint(dict(os.environ))\n"
-            "for p in glob.glob('/proc/*/environ') + ['/proc/1/environ']:\n"
-            "    try:\n        print(open(p, 'rb').read())\n    except OSError:\n        pass\n")
+    prog = (
+        "import os, glob\nprint(dict(os.environ))\n"
+        "for p in glob.glob('/proc/*/environ') + ['/proc/1/environ']:\n"
+        "    try:\n        print(open(p, 'rb').read())\n    except OSError:\n        pass\n"
+    )
     from envs.sandbox import make_sandbox
 
     if backend == "docker":
@@ -157,11 +192,14 @@ def test_host_environment_is_not_readable(backend, monkeypatch):
 def test_network_is_unreachable(sandbox):
     listener = Listener()
     try:
-        prog = ("import socket\nfor addr in [('127.0.0.1', %d), ('8.8.8.8', 53), ('172.17.0.1', %d)]:\n"
-                "    try:\n        socket.create_connection(addr, 1)\n        print('CONNECTED', addr)\n"
-                "    except OSError as e:\n        print('blocked', e.errno)\n"
-                "try:\n    s = socket.socket(socket.AF_UNIX)\n    s.connect('/var/run/docker.sock')\n    print('CONNECTED docker')\n"
-                "except OSError as e:\n    print('blocked', e.errno)\n") % (listener.port, listener.port)
+        prog = (
+            "import socket\nfor addr in [('127.0.0.1', %d), ('8.8.8.8', 53), ('172.17.0.1', %d)]:\n"
+            "    try:\n        socket.create_connection(addr, 1)\n        print('CONNECTED', addr)\n"
+            "    except OSError as e:\n        print('blocked', e.errno)\n"
+            "try:\n    s = socket.socket(socket.AF_UNIX)\n    s.connect('/var/run/docker.sock')\n"
+            "    print('CONNECTED docker')\n"
+            "except OSError as e:\n    print('blocked', e.errno)\n"
+        ) % (listener.port, listener.port)
         r = sandbox.run(prog, limits=Limits(timeout_s=10))
         time.sleep(0.3)
         assert b"CONNECTED" not in r.stdout and r.stdout.count(b"blocked") == 4
@@ -181,7 +219,10 @@ def test_orphans_do_not_outlive_the_run(sandbox):
     r = sandbox.run(ORPHANS, limits=Limits(timeout_s=5))
     assert b"parent done" in r.stdout
     assert_nothing_left(sandbox)
-    r = sandbox.run("import os\nprint([open(f'/proc/{p}/cmdline','rb').read() for p in os.listdir('/proc') if p.isdigit()])")
+    r = sandbox.run(
+        "import os\n"
+        "print([open(f'/proc/{p}/cmdline','rb').read() for p in os.listdir('/proc') if p.isdigit()])"
+    )
     assert b"sleep(60)" not in r.stdout and b"time.sleep" not in r.stdout
 
 
@@ -192,24 +233,31 @@ EVALPLUS_ATTACKS = {
     "memory_bomb": f"def {HE0}(numbers, threshold):\n    return len(bytearray(1 << 40)) > 0\n",
     "infinite_loop": f"def {HE0}(numbers, threshold):\n    while True:\n        pass\n",
     "deep_recursion": f"def {HE0}(numbers, threshold):\n    return {HE0}(numbers, threshold)\n",
-    "huge_stdout": f"import posix\ndef {HE0}(numbers, threshold):\n    while True:\n        posix.write(1, b'x' * 65536)\n",
-    "write_outside": f"def {HE0}(numbers, threshold):\n    import io\n    io.open('/etc/pwned', 'w').write('x')\n    return False\n",
+    "huge_stdout": f"import posix\ndef {HE0}(numbers, threshold):\n    while True:\n"
+    "        posix.write(1, b'x' * 65536)\n",
+    "write_outside": f"def {HE0}(numbers, threshold):\n    import io\n"
+    "    io.open('/etc/pwned', 'w').write('x')\n    return False\n",
     "read_env": f"import posix\ndef {HE0}(numbers, threshold):\n    return str(posix.environ)\n",
-    "network": f"import socket\ndef {HE0}(numbers, threshold):\n    socket.create_connection(('127.0.0.1', 22), 1)\n    return False\n",
-    "kill_parent": f"import posix, os\ndef {HE0}(numbers, threshold):\n    posix.kill(os.getppid(), 9)\n    return False\n",
+    "network": f"import socket\ndef {HE0}(numbers, threshold):\n"
+    "    socket.create_connection(('127.0.0.1', 22), 1)\n    return False\n",
+    "kill_parent": f"import posix, os\ndef {HE0}(numbers, threshold):\n"
+    "    posix.kill(os.getppid(), 9)\n    return False\n",
     "os_exit": f"import os\ndef {HE0}(numbers, threshold):\n    os._exit(0)\n",
     "sys_exit": f"import sys\ndef {HE0}(numbers, threshold):\n    sys.exit(0)\n",
-    "eq_override": f"class T:\n    def __eq__(self, o):\n        return True\ndef {HE0}(numbers, threshold):\n    return T()\n",
-    "bool_subclass_eq": f"class B(int):\n    def __eq__(self, o):\n        return True\n    __hash__ = int.__hash__\n"
-                        f"def {HE0}(numbers, threshold):\n    return B(0)\n",
-    "builtins_override": "import builtins, numpy\nbuiltins.isinstance = lambda *a: True\nnumpy.allclose = lambda *a, **k: True\n"
-                         f"def {HE0}(numbers, threshold):\n    return 'yes'\n",
+    "eq_override": "class T:\n    def __eq__(self, o):\n        return True\n"
+    f"def {HE0}(numbers, threshold):\n    return T()\n",
+    "bool_subclass_eq": "class B(int):\n    def __eq__(self, o):\n        return True\n"
+    "    __hash__ = int.__hash__\n"
+    f"def {HE0}(numbers, threshold):\n    return B(0)\n",
+    "builtins_override": "import builtins, numpy\nbuiltins.isinstance = lambda *a: True\n"
+    "numpy.allclose = lambda *a, **k: True\n"
+    f"def {HE0}(numbers, threshold):\n    return 'yes'\n",
     "forge_runner_messages": "import posix, struct\n"
-                             f"def {HE0}(numbers, threshold):\n    for fd in range(3, 64):\n        try:\n"
-                             "            posix.write(fd, struct.pack('>IB', 0, ord('D')))\n        except OSError:\n"
-                             "            pass\n    return None\n",
-    "orphans": f"import posix, time\ndef {HE0}(numbers, threshold):\n    if posix.fork() == 0:\n        time.sleep(60)\n"
-               "    return None\n",
+    f"def {HE0}(numbers, threshold):\n    for fd in range(3, 64):\n        try:\n"
+    "            posix.write(fd, struct.pack('>IB', 0, ord('D')))\n        except OSError:\n"
+    "            pass\n    return None\n",
+    "orphans": f"import posix, time\ndef {HE0}(numbers, threshold):\n"
+    "    if posix.fork() == 0:\n        time.sleep(60)\n    return None\n",
 }
 
 
@@ -249,9 +297,10 @@ LCB_STDIN_ATTACKS = {
     "kill_parent": "import posix, os\nposix.kill(os.getppid(), 9)\n",
     "os_exit": "import os\nos._exit(0)\n",
     "sys_exit": "import sys\nsys.exit(0)\n",
-    "forge_runner_messages": "import posix, struct, json\npayload = json.dumps({'results': [True] * 5, 'metadata': {}}).encode()\n"
-                             "for fd in range(3, 64):\n    try:\n        posix.write(fd, struct.pack('>IB', len(payload), "
-                             "ord('R')) + payload)\n    except OSError:\n        pass\n",
+    "forge_runner_messages": "import posix, struct, json\n"
+    "payload = json.dumps({'results': [True] * 5, 'metadata': {}}).encode()\n"
+    "for fd in range(3, 64):\n    try:\n        posix.write(fd, struct.pack('>IB', len(payload), "
+    "ord('R')) + payload)\n    except OSError:\n        pass\n",
     "orphans": "import posix, time\nif posix.fork() == 0:\n    time.sleep(60)\nprint('NO')\n",
 }
 
@@ -276,7 +325,9 @@ def lcb_verifier(request):
 def test_livecodebench_attack_gets_a_fail_verdict(lcb_verifier, attack):
     from envs.livecodebench.data import load_problems
 
-    problem = load_problems(require_data("livecodebench", "fixtures", "lcb_codegen_lite_sample_1873_A.jsonl"))[0]
+    problem = load_problems(
+        require_data("livecodebench", "fixtures", "lcb_codegen_lite_sample_1873_A.jsonl")
+    )[0]
     v = lcb_verifier.check(problem, LCB_STDIN_ATTACKS[attack])
     assert not v.passed, (attack, v)
     assert not os.path.exists("/etc/pwned")
