@@ -24,9 +24,15 @@ needs_lcb = pytest.mark.skipif(
 )
 
 
+NOT_ISOLATED = "the local sandbox is not isolated here (not root): these attacks would hit this machine"
+
+
 @pytest.fixture(params=BACKENDS)
 def sandbox(request):
-    return request.getfixturevalue(f"{request.param}_sandbox")
+    sb = request.getfixturevalue(f"{request.param}_sandbox")
+    if sb.isolation == "none":
+        pytest.skip(NOT_ISOLATED)
+    return sb
 
 
 def sandbox_uid_processes(cfg: SandboxConfig = SandboxConfig()) -> list[int]:
@@ -211,6 +217,8 @@ def test_host_environment_is_not_readable(backend, monkeypatch):
         if reason := docker_unavailable_reason():
             pytest.skip(f"docker sandbox unavailable: {reason}")
     with make_sandbox(SandboxConfig(backend=backend, docker_pool_size=0)) as sb:  # started after the secret
+        if sb.isolation == "none":
+            pytest.skip(NOT_ISOLATED)
         r = sb.run(prog)
         assert r.ok, r.stderr
         assert nonce.encode() not in r.stdout + r.stderr
@@ -300,6 +308,9 @@ def strict_verifier(request):
     from envs.evalplus.verifier import EvalPlusVerifier
 
     v = EvalPlusVerifier("humaneval", mode="strict", sandbox_config=SandboxConfig(backend=request.param))
+    if v.sandbox.isolation == "none":
+        v.close()
+        pytest.skip(NOT_ISOLATED)
     yield v
     v.close()
 
@@ -342,6 +353,9 @@ def lcb_verifier(request):
     from envs.livecodebench.verifier import LCBVerifier
 
     v = LCBVerifier(mode="strict", sandbox_config=SandboxConfig(backend=request.param))
+    if v.sandbox.isolation == "none":
+        v.close()
+        pytest.skip(NOT_ISOLATED)
     yield v
     v.close()
 
