@@ -70,10 +70,12 @@ def run_one(learner: str, args: argparse.Namespace) -> dict:
     import torch
 
     from harness.config import load_config
+    from harness.learners.common import Timer
     from harness.train_config import TrainConfig
     from harness.trainer import Trainer
 
     torch.set_num_threads(args.threads)
+    Timer.with_cpu = True
     overrides = [f"learner={learner}", f"run_dir={args.work}/{learner}", f"env.id={args.env}",
                  f"rollouts_per_step={args.rollouts}", f"sampling.max_new_tokens={args.max_new_tokens}",
                  f"rollout.max_turns={args.max_turns}", "log.progress=false", "log.traces=false",
@@ -83,20 +85,23 @@ def run_one(learner: str, args: argparse.Namespace) -> dict:
     tr = Trainer(load_config(TrainConfig, None, overrides))
     rows = []
     for step in range(1, args.steps + 2):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         batch, _ = tr.collect(step)
-        t_roll = time.perf_counter() - t0
+        t_roll, c_roll = time.perf_counter() - t0, time.process_time() - c0
         if learner == "sdpo":
             for r in batch.rollouts:
                 r.traj.episode.reward = 1.0 if r.index % tr.group == 0 else 0.0
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         m = tr.learner.train_step(batch)
-        t_update = time.perf_counter() - t1
+        t_update, c_update = time.perf_counter() - t1, time.process_time() - c1
         tr._refresh_engine()
-        row = {"rollout": t_roll, "update": t_update, "step": t_roll + t_update,
-               "context": m.get("time/context", 0.0) + m.get("time/retrieval", 0.0),
-               "teacher": m.get("time/teacher", 0.0), "student": m.get("time/student", 0.0),
-               "composer": m.get("time/composer", 0.0), "tokens": m.get("tokens", 0.0)}
+        row = {"tokens": m.get("tokens", 0.0)}
+        for kind, roll, update in (("time", t_roll, t_update), ("cpu", c_roll, c_update)):
+            pre = "" if kind == "time" else "cpu_"
+            row.update({f"{pre}rollout": roll, f"{pre}update": update, f"{pre}step": roll + update,
+                        f"{pre}context": m.get(f"{kind}/context", 0.0) + m.get(f"{kind}/retrieval", 0.0),
+                        f"{pre}teacher": m.get(f"{kind}/teacher", 0.0), f"{pre}student": m.get(f"{kind}/student", 0.0),
+                        f"{pre}composer": m.get(f"{kind}/composer", 0.0)})
         if step > 1:  # the first step warms caches (embedding model, allocator)
             rows.append(row)
     med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
@@ -139,12 +144,15 @@ def main() -> int:
             return 1
         results[learner] = json.loads(r.stdout.strip().splitlines()[-1])
         med = results[learner]["median"]
-        print(f"{learner:5s} step {med['step']:7.2f}s  " + "  ".join(f"{p} {med[p]:6.2f}" for p in PHASES)
-              + f"  peak RSS {results[learner]['peak_rss_mib']:.0f} MiB", flush=True)
+        for pre, what in (("", "wall"), ("cpu_", "CPU ")):
+            print(f"{learner:5s} {what} step {med[pre + 'step']:7.2f}s  "
+                  + "  ".join(f"{p} {med[pre + p]:6.2f}" for p in PHASES)
+                  + (f"  peak RSS {results[learner]['peak_rss_mib']:.0f} MiB" if not pre else ""), flush=True)
     if "grpo" in results and "lopd" in results:
         g, lo = results["grpo"]["median"], results["lopd"]["median"]
-        print(f"LOPD / GRPO step time at equal generations: {lo['step'] / g['step']:.2f}x "
-              f"(update only: {lo['update'] / g['update']:.2f}x)")
+        for pre, what in (("", "wall"), ("cpu_", "CPU")):
+            print(f"LOPD / GRPO {what} step time at equal generations: {lo[pre + 'step'] / g[pre + 'step']:.2f}x "
+                  f"(update only: {lo[pre + 'update'] / g[pre + 'update']:.2f}x)")
     meta = {"date": date.today().isoformat(), "machine": platform.platform(), "cpus": os.cpu_count(),
             "load_avg": os.getloadavg(), "args": {k: v for k, v in vars(args).items() if k != "one"}}
     if args.out:

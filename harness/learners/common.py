@@ -156,21 +156,32 @@ def teacher_rows(rollouts: Sequence[Any], prompts: Sequence[Sequence[int]]) -> t
 # ---- bookkeeping -------------------------------------------------------------------------
 
 class Timer:
-    """Accumulates seconds per phase: ``with timer("teacher"): ...``; ``timer.metrics()``."""
+    """Accumulates seconds per phase: ``with timer("teacher"): ...``; ``timer.metrics()``.
+
+    Wall-clock seconds as ``time/<phase>``; with ``Timer.with_cpu = True`` (benchmarks) also this
+    process's CPU seconds as ``cpu/<phase>``, which a crowded machine disturbs far less.
+    """
+
+    with_cpu = False
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
 
     @contextmanager
     def __call__(self, phase: str) -> Iterator[None]:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             yield
         finally:
             self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - t0
+            self.cpu[phase] = self.cpu.get(phase, 0.0) + time.process_time() - c0
 
     def metrics(self) -> dict[str, float]:
-        return {f"time/{k}": v for k, v in self.seconds.items()}
+        out = {f"time/{k}": v for k, v in self.seconds.items()}
+        if self.with_cpu:
+            out.update({f"cpu/{k}": v for k, v in self.cpu.items()})
+        return out
 
 
 def seq_count(masks: Sequence[Sequence[int]]) -> int:

@@ -121,6 +121,3 @@ class GRPOLearner(Learner):
             lps = [lp for lp, m in zip(rs[i].traj.logprobs, rs[i].traj.loss_mask) if m]
             out[row, :len(lps)] = torch.tensor(lps, dtype=torch.float32)
         return out.to(self.ctx.device)
-
-    def state_dict(self) -> dict:
-        return {}

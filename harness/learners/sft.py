@@ -15,8 +15,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-import torch
-
 from envs.trace import Episode
 from harness.distributed import sum_floats
 from harness.learners.base import Learner, LearnerContext, StepBatch
