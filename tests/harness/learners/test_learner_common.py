@@ -61,3 +61,16 @@ def test_scorer_matches_the_model_and_distillation_is_micro_batch_invariant(tmp_
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-4)
     tr.close()
 
+
+
+def test_module_doctests():
+    import doctest
+
+    import harness.learners.common as common
+    import harness.learners.privileged as privileged
+    import harness.metrics as metrics
+    import harness.trainer as trainer
+
+    for mod in (common, privileged, metrics, trainer):
+        result = doctest.testmod(mod)
+        assert result.failed == 0 and result.attempted > 0, mod.__name__
