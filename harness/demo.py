@@ -40,7 +40,8 @@ from typing import Any, Literal
 from harness.base_model import BaseModelConfig
 
 DEMO_VERSION = 1
-"""Bump to invalidate every cached bank, cold-start composer and finished run."""
+"""Bump to invalidate every cached bank, cold-start composer and finished run (when the code that
+makes them changes; the keys hold the settings and the base's key, not this file's text)."""
 
 BEHAVIOUR = ("reward", "env_steps", "calls_per_step", "first_response_tokens", "repeated_calls", "reward_per_call")
 """Behaviour statistics reported for the untrained and the final students (docs/STATS.md)."""
@@ -66,6 +67,10 @@ class DemoConfig:
     """Output directory: runs/, report.json, report.txt, curves.png."""
     base: BaseModelConfig = field(default_factory=BaseModelConfig)
     """The base model (its world, corpus and fit); the default is the project's base."""
+    base_path: str | None = None
+    """A built base folder (holding ``base_info.json``) used as it is, instead of the cached base of
+    ``base``; its recorded config replaces ``base``. The cache key of a base covers the code that makes
+    it, so while that code changes a pinned base keeps a long comparison on one model."""
     seeds: list[int] = field(default_factory=lambda: [0])
     """Training seeds; every run spec trains once per seed."""
     generations: int = 192
@@ -108,6 +113,20 @@ class DemoConfig:
 
 
 # ---- stage 1: base ---------------------------------------------------------------------------------
+def load_base_dir(path: str | os.PathLike) -> tuple[Any, Any, dict[str, Any]]:
+    """``(model, tokenizer, info)`` of a built base folder (``info["config_obj"]``: its BaseModelConfig)."""
+    from harness.config import from_dict
+    from harness.models import load_model
+
+    path = Path(path)
+    if not (path / "base_info.json").is_file():
+        raise FileNotFoundError(f"{path} is not a built base (no base_info.json)")
+    info = json.loads((path / "base_info.json").read_text(encoding="utf-8"))
+    model, tok = load_model(path)
+    info.update(path=str(path), cached=True, config_obj=from_dict(BaseModelConfig, info["config"]))
+    return model, tok, info
+
+
 def env_kwargs(base: BaseModelConfig) -> dict[str, Any]:
     """``gym.make("lopd/micro-v0", **env_kwargs(base))`` is the env the base was trained for."""
     return {"seed": base.world_seed, "n_train": base.n_train, "n_eval": base.n_eval, "prompt": base.prompt}
@@ -115,9 +134,7 @@ def env_kwargs(base: BaseModelConfig) -> dict[str, Any]:
 
 def _key(*parts: Any) -> str:
     blob = json.dumps([DEMO_VERSION, *parts], sort_keys=True, default=str)
-    h = hashlib.sha256(blob.encode())
-    h.update(Path(__file__).read_bytes())
-    return h.hexdigest()[:16]
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def _atomic_dir(target: Path, build) -> bool:
@@ -165,8 +182,9 @@ def _base_episodes(model: Any, tok: Any, cfg: DemoConfig, out: Path) -> tuple[in
             chunk = ids[s:s + batch]
             sampling = SamplingParams(temperature=cfg.bank_temperature, top_p=0.95, top_k=20,
                                       max_new_tokens=cfg.max_new_tokens, seed=1000 + s)
-            trajs = rollout(envs_[: len(chunk)], engine, tok, sampling=sampling, config=RolloutConfig(max_turns=cfg.max_turns),
-                            options=[{"task_id": t} for t in chunk], meta={"run": "base", "learner": "base", "phase": "bank"})
+            trajs = rollout(envs_[: len(chunk)], engine, tok, sampling=sampling,
+                            config=RolloutConfig(max_turns=cfg.max_turns), options=[{"task_id": t} for t in chunk],
+                            meta={"run": "base", "learner": "base", "phase": "bank"})
             for tr in trajs:
                 w.write(tr.episode)
                 ok += tr.episode.reward >= 1.0
@@ -349,7 +367,11 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
 
     # 1. base
     t0 = time.perf_counter()
-    model, tok, base_info = load_or_build_base(cfg.base, progress=cfg.progress)
+    if cfg.base_path:
+        model, tok, base_info = load_base_dir(cfg.base_path)
+        cfg = copy_config(cfg, base=base_info["config_obj"])
+    else:
+        model, tok, base_info = load_or_build_base(cfg.base, progress=cfg.progress)
     timings["base"] = time.perf_counter() - t0
     _say(cfg, f"[demo] base model {base_info['path']} ({'cached' if base_info['cached'] else 'built'}, "
               f"{timings['base']:.0f}s)")
@@ -423,8 +445,8 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
                      "reused": str(run_dir) not in summaries, "summary": saved.get("summary", {})})
     report = summarize(runs, specs, cfg.threshold)
     timings["total"] = time.perf_counter() - t_start
-    report.update(config=_plain(cfg), base={k: base_info.get(k) for k in ("path", "cached", "key", "parameters", "seconds")},
-                  bank=bank_info, coldstart=coldstarts, timings={k: round(v, 1) for k, v in timings.items()})
+    base = {k: base_info.get(k) for k in ("path", "cached", "key", "parameters", "seconds")}
+    report.update(config=_plain(cfg), base=base, bank=bank_info, coldstart=coldstarts, timings={k: round(v, 1) for k, v in timings.items()})
     (out / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     return report
 
