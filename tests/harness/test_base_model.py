@@ -1,0 +1,171 @@
+"""The micro world's base model: corpus, tokenizer, cache, and (slow) a reduced base rolled out."""
+
+import math
+import random
+import re
+
+import pytest
+import torch
+
+import harness.base_model as bm
+from harness.base_model import (
+    BaseModelConfig, EvalConfig, base_dir, build_base_tokenizer, build_corpus, config_key, encode_corpus,
+    evaluate_base, frame_reference, good_reference, load_or_build_base, make_env, reference_framing,
+    tokenizer_texts,
+)
+from harness.models.tokenizer import CONTROL_TOKENS, MARKUP_TOKENS
+from harness.pretrain import PretrainConfig
+from lopd.latent import DEFAULT_FRAMING, LATENT_SENTINEL, frame_user_message
+
+
+def small_config(**kw) -> BaseModelConfig:
+    """A base small enough to build in seconds (the real one: BaseModelConfig())."""
+    base = dict(n_train=60, n_eval=12, n_plain=16, n_referenced=8, vocab_size=400, n_copy_drills=16,
+                pretrain=PretrainConfig(epochs=1, batch_tokens=4096, warmup_steps=1, progress=False))
+    base.update(kw)
+    return BaseModelConfig(**base)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, monkeypatch_module):
+    monkeypatch_module.setenv("LOPD_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    cfg = small_config()
+    env = make_env(cfg)
+    return cfg, env, build_corpus(env, cfg)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+def test_reference_framing_is_lopd_latent_framing_with_text_in_place_of_the_latents():
+    f = reference_framing()
+    assert f == DEFAULT_FRAMING.replace("{latents}", "{reference}")
+    assert frame_reference("Buy a kite.", "REF") == frame_user_message("Buy a kite.").replace(LATENT_SENTINEL, "REF")
+
+
+def test_corpus_has_both_kinds_and_is_deterministic(world):
+    cfg, env, corpus = world
+    kinds = [x["kind"] for x in corpus]
+    assert kinds.count("plain") == cfg.n_plain and kinds.count("referenced") == cfg.n_referenced
+    assert corpus == build_corpus(env, cfg)
+    head = reference_framing().split("{reference}")[0]
+    for x in corpus:
+        msgs = x["messages"]
+        assert [m["role"] for m in msgs[:3]] == ["system", "user", "assistant"]
+        assert x["task_id"].startswith("micro_") and "-train-" in x["task_id"]
+        if x["kind"] == "referenced":
+            # a successful other train task of the same procedure, then the right procedure on the target
+            assert x["reward"] == 1.0 and x["mistake"] is None
+            assert x["reference_task_id"] != x["task_id"] and "-train-" in x["reference_task_id"]
+            assert msgs[1]["content"].startswith(head) and "Actions:" in msgs[1]["content"]
+        else:
+            assert not msgs[1]["content"].startswith(head)
+    # the noisy expert errs in some plain transcripts
+    assert any(x["mistake"] for x in corpus if x["kind"] == "plain")
+
+
+def test_renamed_transcripts_replace_every_entity_consistently(world):
+    cfg, env, corpus = world
+    pat = bm._entry_pattern()
+    renamed = [x for x in corpus if x["renamed"]]
+    assert 0 < len(renamed) < len(corpus)  # rename_fraction=0.8 of 24
+    for x in renamed:
+        text = "\n".join(m["content"] for m in x["messages"][1:])
+        assert not pat.search(text), pat.search(text)
+    # the same original entity gets the same new name everywhere in one transcript
+    traj = bm.run_solver(env, "micro_files-train-task_4")
+    msgs = bm.rename_entities(traj.messages, random.Random(3))
+    user, call = msgs[1]["content"], msgs[2]["content"]
+    folder = re.search(r"'([a-z ]+)' folder", user).group(1)
+    assert folder not in {w for ws in bm.all_vocab().values() for w in ws}
+    assert f'"name": "{folder}"' in call
+    assert [m["role"] for m in msgs] == [m["role"] for m in traj.messages]
+    assert bm.rename_entities(traj.messages, random.Random(3)) == msgs
+
+
+def test_copy_drills_repeat_random_names_and_ids():
+    drills = bm.copy_drills(50, seed=1)
+    assert drills == bm.copy_drills(50, seed=1) and drills != bm.copy_drills(50, seed=2)
+    pat = bm._entry_pattern()
+    for m in drills:
+        assert [x["role"] for x in m] == ["system", "user", "assistant"] and m[1]["content"] == m[2]["content"]
+        assert not pat.search(m[1]["content"])  # never a world name: no eval entity leaks in
+    assert any(re.search(r"[A-Z]\d{3}", m[1]["content"]) for m in drills)
+
+
+def test_new_model_uses_the_configured_rope_base(world):
+    _, _, corpus = world
+    tok = build_base_tokenizer(corpus, 400)
+    model = bm.new_model(small_config(rope_theta=500.0), tok)
+    assert model.config.rope_parameters["rope_theta"] == 500.0
+    assert model.config.vocab_size >= len(tok)
+
+
+def test_tokenizer_keeps_special_tokens_and_splits_entities_and_digits(world):
+    _, _, corpus = world
+    texts = tokenizer_texts(corpus)
+    assert not any(ch.isdigit() for t in texts for ch in t)
+    assert all(w not in " ".join(texts) for w in ("Ada", "Chen", "kettle"))  # entity names removed
+    tok = build_base_tokenizer(corpus, 400)
+    vocab = tok.get_vocab()
+    assert all(t in vocab for t in CONTROL_TOKENS + MARKUP_TOKENS)
+    assert tok.eos_token == "<|im_end|>" and tok.pad_token == "<|endoftext|>" and tok.chat_template
+    assert all(len(tok.tokenize(d)) == 1 for d in "0123456789")
+    assert tok.tokenize("C943")[-3:] == ["9", "4", "3"]
+    text = "Xia Quist wants 2 tea set; id C943."
+    assert tok.decode(tok.encode(text, add_special_tokens=False)) == text
+    ex = encode_corpus(tok, corpus[:4])
+    assert all(0 < e.n_supervised < len(e) for e in ex)
+
+
+def test_good_reference_is_a_successful_other_train_task_of_the_same_procedure(world):
+    cfg, env, _ = world
+    full = make_env(cfg, split=None)
+    tid = "micro_bank-eval-task_1"
+    ref_id, text = good_reference(full, tid)
+    a = full.task_by_id(tid).data["scenario"]["micro"]
+    b = full.task_by_id(ref_id).data["scenario"]["micro"]
+    assert "-train-" in ref_id and (a["domain"], a["template"]) == (b["domain"], b["template"])
+    assert text.startswith("Task: ") and text.endswith("Task Completed")
+    assert good_reference(full, tid) == (ref_id, text)
+
+
+def test_cache_hit_loads_the_same_weights_without_training(world, tmp_path, monkeypatch):
+    cfg = small_config(n_plain=6, n_referenced=3)
+    m1, t1, info1 = load_or_build_base(cfg, cache_dir=tmp_path, progress=False)
+    assert not info1["cached"] and info1["corpus"]["kinds"] == {"plain": 6, "referenced": 3}
+    assert info1["path"] == str(base_dir(cfg, tmp_path))
+    assert info1["copy_drills"]["steps"] >= 1 and info1["pretrain"]["steps"] >= 1
+
+    def no_training(*a, **k):
+        raise AssertionError("a cache hit must not pretrain again")
+
+    monkeypatch.setattr(bm, "pretrain", no_training)
+    monkeypatch.setattr(bm, "build_corpus", no_training)
+    m2, t2, info2 = load_or_build_base(cfg, cache_dir=tmp_path, progress=False)
+    assert info2["cached"] and info2["key"] == info1["key"]
+    s1, s2 = m1.state_dict(), m2.state_dict()
+    assert s1.keys() == s2.keys() and all(torch.equal(s1[k], s2[k]) for k in s1)
+    assert t1.get_vocab() == t2.get_vocab()
+    # another config is another build
+    assert config_key(small_config(n_plain=7, n_referenced=3)) != config_key(cfg)
+    # progress and threads do not change what is built
+    assert config_key(small_config(n_plain=6, n_referenced=3, pretrain=PretrainConfig(
+        epochs=1, batch_tokens=4096, warmup_steps=1, progress=True, threads=2))) == config_key(cfg)
+
+
+@pytest.mark.slow
+def test_reduced_base_rolls_out_with_finite_rewards(tmp_path):
+    cfg = small_config(n_plain=120, n_referenced=60, pretrain=PretrainConfig(epochs=1, batch_tokens=2048,
+                                                                             warmup_steps=5, progress=False))
+    model, tok, info = load_or_build_base(cfg, cache_dir=tmp_path, progress=False)
+    assert info["pretrain"]["loss_last"] < info["pretrain"]["loss_first"]
+    scores = evaluate_base(model, tok, cfg, EvalConfig(n_tasks=12, max_new_tokens=64, max_turns=6, progress=False))
+    assert scores["tasks"] == 12 and scores["episodes"] == {"no_context": 12, "with_reference": 12}
+    for cond in ("no_context", "with_reference"):
+        assert math.isfinite(scores[cond]) and 0.0 <= scores[cond] <= 1.0
+        assert set(scores["per_domain"][cond]) == {"shop", "bank", "library", "calendar", "files", "travel"}
