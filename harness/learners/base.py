@@ -125,12 +125,13 @@ class LearnerContext:
         return clone_model(self.template, self.initial_state if state is None else state).to(self.device)
 
     # ---- the student's update: accumulate micro-batches, sync, clip, step ---------------
-    def micro_batches(self, lengths: Sequence[int]) -> list[list[int]]:
-        """Consecutive index groups under ``cfg.micro_batch_tokens`` padded tokens each. With FSDP,
-        empty groups pad every rank to the same count (ranks must run equal forwards)."""
+    def micro_batches(self, lengths: Sequence[int], groups: Sequence[Any] | None = None) -> list[list[int]]:
+        """Consecutive index groups under ``cfg.micro_batch_tokens`` padded tokens each (``groups``:
+        keys whose indices stay together). With FSDP, empty groups pad every rank to the same count
+        (ranks must run equal forwards)."""
         from harness.learners.common import micro_batches
 
-        mbs = micro_batches(lengths, self.cfg.micro_batch_tokens)
+        mbs = micro_batches(lengths, self.cfg.micro_batch_tokens, groups)
         if self.fsdp:
             mbs += [[] for _ in range(max_over_ranks(len(mbs), self.dist) - len(mbs))]
         return mbs

@@ -67,22 +67,31 @@ def pad_rows(rows: Sequence[Sequence[int]], pad_id: int, device: torch.device | 
     return ids.to(device), mask.to(device)
 
 
-def micro_batches(lengths: Sequence[int], token_budget: int) -> list[list[int]]:
+def micro_batches(lengths: Sequence[int], token_budget: int, groups: Sequence[Any] | None = None) -> list[list[int]]:
     """Split indices 0..n-1, in order, into groups whose padded size (rows x longest) stays
-    within ``token_budget`` (a longer single row still gets a group of its own).
+    within ``token_budget`` (a longer single row still gets a group of its own). With ``groups``
+    (one key per index, equal keys consecutive), the indices of one key are never split.
 
     >>> micro_batches([4, 4, 4, 9], 12)
     [[0, 1, 2], [3]]
+    >>> micro_batches([4, 4, 4, 9], 8), micro_batches([4, 4, 4, 9], 8, groups=["a", "b", "b", "c"])
+    ([[0, 1], [2], [3]], [[0], [1, 2], [3]])
     """
+    units: list[list[int]] = []
+    for i in range(len(lengths)):
+        if groups is not None and units and groups[units[-1][-1]] == groups[i]:
+            units[-1].append(i)
+        else:
+            units.append([i])
     out: list[list[int]] = []
     cur: list[int] = []
     width = 0
-    for i, n in enumerate(lengths):
-        w = max(width, n)
-        if cur and w * (len(cur) + 1) > token_budget:
+    for unit in units:
+        w = max([width] + [lengths[i] for i in unit])
+        if cur and w * (len(cur) + len(unit)) > token_budget:
             out.append(cur)
-            cur, w = [], n
-        cur.append(i)
+            cur, w = [], max(lengths[i] for i in unit)
+        cur += unit
         width = w
     if cur:
         out.append(cur)

@@ -13,9 +13,9 @@ Per step (METHOD.md; every number is a config field, so ablations need no code c
    detached), with beta from before this step; then beta <- max(0, beta + eta (m - mean Delta)).
 
 One teacher forward per micro-batch serves both losses: detached for the student, with
-gradients (into the latents only) for the composer. The latents are computed once per step and
-enter the micro-batches as leaf tensors; their gradient is pushed through the encoder once at
-the end. Cold start: ``lopd coldstart`` writes the warmed composer that ``lopd.composer_init``
+gradients (into the latents only) for the composer. A task's rollouts share a micro-batch, where
+its latents are encoded, so one backward per micro-batch runs through teacher and encoder and
+memory stays bounded by the micro-batch. Cold start: ``lopd coldstart`` writes the warmed composer that ``lopd.composer_init``
 loads (it is also the anchor c_phi0).
 """
 
@@ -177,23 +177,17 @@ class LOPDLearner(Learner):
     def train_step(self, batch: StepBatch) -> dict[str, float]:
         ctx, cfg, timer = self.ctx, self.cfg, Timer()
         rs, train = batch.rollouts, cfg.train_composer
-        tasks = list({r.task.task_id: r.task for r in rs}.values())
+        tasks = {r.task.task_id: r.task for r in rs}
         with timer("retrieval"):
-            exps = self.retrieve(tasks)
-        with timer("composer"), torch.set_grad_enabled(train):
-            lat = dict(zip([t.task_id for t in tasks], self.composer.encode([t.prompt for t in tasks], exps)))
-        with timer("composer"):
-            anchor = dict(zip([t.task_id for t in tasks], self.anchors(tasks, exps))) if cfg.margin.anchor_weight \
-                else {k: v.detach() for k, v in lat.items()}
-        leaf = {k: v.detach().requires_grad_(train and v.numel() > 0) for k, v in lat.items()}
+            exps = dict(zip(tasks, self.retrieve(list(tasks.values()))))
         s_rows = [r.traj.token_ids for r in rs]
         s_masks = [r.traj.loss_mask for r in rs]
         t_rows, t_masks, t_pos = [], [], []
         for r in rs:
-            n = leaf[r.task.task_id].shape[0]
+            n = len(exps[r.task.task_id]) * self.composer.n_latents
             tp = latent_teacher_prompt(ctx.tokenizer, r.traj.episode, n, cfg.framing, ctx.template_kwargs) if n else None
             if tp is None:  # no experience retrieved (or a task text holding the sentinel): plain prompt
-                leaf[r.task.task_id] = leaf[r.task.task_id].detach()[:0]
+                exps[r.task.task_id] = []
                 tp = (r.traj.token_ids[:r.prompt_len], [])
             t_rows.append(tp[0] + r.traj.token_ids[r.prompt_len:])
             t_masks.append([0] * len(tp[0]) + r.traj.loss_mask[r.prompt_len:])
@@ -204,16 +198,24 @@ class LOPDLearner(Learner):
         pid = pad_id(ctx.tokenizer)
         ctx.zero_grad()
         self.optimizer.zero_grad(set_to_none=True)
-        acc = {"loss": 0.0, "kl_tok": 0.0, "c_loss": 0.0, "c_kl": 0.0, "delta": 0.0, "delta_w": 0.0,
-               "count": 0.0, "anchor": 0.0}
-        for idx in ctx.micro_batches([max(len(s_rows[i]), len(t_rows[i])) for i in range(len(rs))]):
+        acc = dict.fromkeys(("loss", "kl_tok", "c_loss", "c_kl", "delta", "delta_w", "count", "anchor"), 0.0)
+        # A task's rollouts share one micro-batch, so its latents are encoded there and the encoder's
+        # graph is freed by that micro-batch's composer backward (memory bounded by the micro-batch).
+        for idx in ctx.micro_batches([max(len(s_rows[i]), len(t_rows[i])) for i in range(len(rs))],
+                                     groups=[r.group for r in rs]):
             if not idx:
                 ctx.dummy_backward()
                 continue
+            ids_mb = list(dict.fromkeys(rs[i].task.task_id for i in idx))
+            with timer("composer"), torch.set_grad_enabled(train):
+                lat = dict(zip(ids_mb, self.composer.encode([tasks[t].prompt for t in ids_mb], [exps[t] for t in ids_mb])))
+            with timer("composer"):
+                anchor = dict(zip(ids_mb, self.anchors([tasks[t] for t in ids_mb], [exps[t] for t in ids_mb]))) \
+                    if cfg.margin.anchor_weight else {k: v.detach() for k, v in lat.items()}
             al = align_supervision([s_rows[i] for i in idx], [s_masks[i] for i in idx],
                                    [t_rows[i] for i in idx], [t_masks[i] for i in idx])
             mask, targets = al.mask.to(ctx.device), al.targets.to(ctx.device)
-            lats = [leaf[rs[i].task.task_id] for i in idx]
+            lats = [lat[rs[i].task.task_id] for i in idx]
             with timer("teacher"), torch.set_grad_enabled(train):
                 t_ids, t_attn = pad_rows([t_rows[i] for i in idx], pid, ctx.device)
                 t_logits = self.teacher_logits(t_ids, t_attn, [t_pos[i] for i in idx],
@@ -228,22 +230,19 @@ class LOPDLearner(Learner):
                 ctx.backward(loss)
             with timer("composer"), torch.set_grad_enabled(train):
                 terms = composer_terms(t_logits, s_logits.detach(), targets, mask, rewards[idx].to(ctx.device),
-                                       lats, [anchor[rs[i].task.task_id][:x.shape[0]] for i, x in zip(idx, lats)],
+                                       lats, [anchor[rs[i].task.task_id] for i in idx],
                                        top_k=cfg.distill.top_k, topk_ids=top_ids)
                 c_loss, _ = composer_loss(terms, beta, cfg.margin)
                 c_loss = c_loss * (len(idx) / max(n_roll, 1.0))  # mean over ALL rollouts of the step
                 if train and c_loss.requires_grad:
-                    c_loss.backward()
+                    c_loss.backward()  # through the teacher into the latents, the QFormer and the LoRA
             counts = al.counts.to(terms.delta.device).float()
-            acc["loss"] += float(loss.detach())
-            acc["kl_tok"] += float(masked_sum(per_tok.detach(), mask))
-            acc["c_loss"] += float(c_loss.detach())
-            acc["c_kl"] += float(terms.kl.detach().sum())
-            acc["delta"] += float(terms.delta.detach().sum())
-            acc["delta_w"] += float((terms.delta.detach() * counts).sum())
-            acc["count"] += float(counts.sum())
-            acc["anchor"] += float(terms.anchor.detach().sum())
-        out = self._composer_step(tasks, lat, leaf, timer) if train else {}
+            for k, v in (("loss", loss), ("kl_tok", masked_sum(per_tok.detach(), mask)), ("c_loss", c_loss),
+                         ("c_kl", terms.kl.sum()), ("delta", terms.delta.sum()),
+                         ("delta_w", (terms.delta * counts).sum()), ("count", counts.sum()),
+                         ("anchor", terms.anchor.sum())):
+                acc[k] += float(v.detach())
+        out = self._composer_step(timer) if train else {}
         with timer("student"):
             out.update(ctx.optimizer_step())
         g = dict(zip(acc, sum_floats(list(acc.values()), ctx.dist)))
@@ -262,13 +261,9 @@ class LOPDLearner(Learner):
                 "no_latent_frac": no_ctx / max(n_roll, 1.0), "bank_size": float(len(self.bank)),
                 **out, **timer.metrics()}
 
-    def _composer_step(self, tasks: list, lat: dict, leaf: dict, timer: Timer) -> dict[str, float]:
-        """Push the latents' gradients through the encoder, sum over ranks, clip, step."""
+    def _composer_step(self, timer: Timer) -> dict[str, float]:
+        """Sum the composer's gradients over ranks, clip, step."""
         with timer("composer"):
-            pairs = [(lat[t.task_id], leaf[t.task_id].grad) for t in tasks
-                     if leaf[t.task_id].grad is not None and lat[t.task_id].requires_grad]
-            if pairs:
-                torch.autograd.backward([p[0] for p in pairs], [p[1] for p in pairs])
             sync_gradients(self.composer.trainable_parameters(), self.ctx.dist)
             norms = clip_composer_grads(self.composer, self.cfg.composer_optim.grad_clip)
             finite = all(torch.isfinite(torch.tensor(v)) for v in norms.values())

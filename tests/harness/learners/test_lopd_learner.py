@@ -16,12 +16,16 @@ def _snap(module, names=None):
 
 def test_latents_fill_the_teacher_prompt_and_all_three_parties_update_as_they_should(tmp_path, shop_traces):
     tr = make_trainer(tmp_path, "lopd", shop_traces, "lopd.n_retrieved=1", "lopd.composer.qformer.n_latents=4",
-                      "bank.grow=true")
+                      "bank.grow=true", "group_size=2", "micro_batch_tokens=1")  # one group per micro-batch
     lrn = tr.learner
     bank0 = len(lrn.bank)
     batch, _ = tr.collect(1)
     for r, x in zip(batch.rollouts, [1.0, 0.0, 0.5, 0.0]):
         r.traj.episode.reward = x
+    short = batch.rollouts[1].traj  # uneven supervised counts inside a micro-batch (padded query positions)
+    short.token_ids, short.loss_mask = short.token_ids[:-3], short.loss_mask[:-3]
+    assert tr.ctx.micro_batches([len(r.traj.token_ids) for r in batch.rollouts],
+                                groups=[r.group for r in batch.rollouts]) == [[0, 1], [2, 3]]
     assert lrn.retrieve([batch.rollouts[0].task]) != [[]]
     ids, pos = latent_teacher_prompt(tr.tokenizer, batch.rollouts[0].traj.episode, 4, lrn.cfg.framing, {})
     pid = placeholder_token_id(tr.tokenizer)
