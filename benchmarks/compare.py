@@ -119,7 +119,8 @@ def markdown(report: dict, args: argparse.Namespace, cmd: str, seconds: float, t
         cells = [(f"{pts[g]['mean']:.3f}" + (f" ± {pts[g]['std']:.3f}" if pts[g]["n"] > 1 else "")) if g in pts else "-"
                  for g in gens]
         g = v["generations_to_threshold"]
-        lines.append(f"| {label} | {len(v['seeds'])} | " + " | ".join(cells) + f" | {'never' if g is None else g} |")
+        never = "never" if report["threshold"] > 0 else "-"
+        lines.append(f"| {label} | {len(v['seeds'])} | " + " | ".join(cells) + f" | {never if g is None else g} |")
     lines += ["", "Behaviour of the held-out episodes, untrained -> final (per-episode means):", "",
               "| run | reward | env steps | calls/step | first-response tokens | repeated calls | reward/call |",
               "|---|---|---|---|---|---|---|"]

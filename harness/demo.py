@@ -501,10 +501,14 @@ def summarize(runs: list[dict[str, Any]], specs: list[RunSpec], threshold: float
                            "seeds": [r["seed"] for r in mine]}
     first = specs[0].label
     thr = threshold if threshold is not None else per[first]["final"]
+    # a threshold of 0 is reached by every run at generation 0: report "-" rather than a fake 0
+    informative = math.isfinite(thr) and thr > 0
     for v in per.values():
-        v["generations_to_threshold"] = generations_to(v["curve"], thr) if math.isfinite(thr) else None
-    return {"threshold": thr, "threshold_source": "given" if threshold is not None else f"final mean reward of {first}",
-            "runs": runs, "specs": per}
+        v["generations_to_threshold"] = generations_to(v["curve"], thr) if informative else None
+    source = "given" if threshold is not None else f"final mean reward of {first}"
+    if not informative:
+        source += "; not informative (<= 0), so no run has a generations-to-threshold"
+    return {"threshold": thr, "threshold_source": source, "runs": runs, "specs": per}
 
 
 def _nanmean(xs: list[float | None]) -> float:
@@ -532,7 +536,8 @@ def format_report(report: dict[str, Any]) -> str:
     for label, v in specs.items():
         g = v["generations_to_threshold"]
         budget = max((p["generations"] for p in v["curve"]), default=0)
-        rows.append({"run": label, "final reward": v["final"], "generations to threshold": "never" if g is None else g,
+        never = "never" if report["threshold"] > 0 else "-"
+        rows.append({"run": label, "final reward": v["final"], "generations to threshold": never if g is None else g,
                      "share of budget": "-" if g is None or not budget else f"{100 * g / budget:.0f}%"})
     lines += [f"Generations to reach {thr:.3f} ({report['threshold_source']}):", format_table(rows), ""]
     rows = []

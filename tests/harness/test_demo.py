@@ -7,8 +7,11 @@ The test checks that the pipeline produced real, finite, non-trivial curves, not
 
 import json
 import math
+from pathlib import Path
 
 import pytest
+import torch
+from safetensors.torch import load_file
 
 from harness.cli import main
 from harness.demo import DemoConfig, RunSpec, format_report, generations_to, mean_curve, summarize
@@ -71,7 +74,13 @@ def test_demo_from_a_fresh_cache_then_cached(tmp_path, monkeypatch, capsys):
     # of a group scores differently), so its student changes and its held-out behaviour with it
     # (the small base never scores, so the reward itself stays 0 along both curves)
     assert any(v > 0 for v in losses["lopd"])
-    assert len(seen["grpo"] | seen["lopd"]) > 1
+    base = load_file(str(Path(rep["base"]["path"]) / "model.safetensors"))
+    lopd_dir = Path(rep["runs"][[r["label"] for r in rep["runs"]].index("lopd")]["run_dir"])
+    final = {}
+    for f in sorted(lopd_dir.glob("checkpoints/*/student/*.safetensors")):
+        final.update(load_file(str(f)))
+    shared = [k for k in final if k in base]
+    assert shared and any(not torch.equal(final[k], base[k]) for k in shared)
     assert rep["coldstart"]["lopd"]["cached"] is False
 
     # second run: everything comes from the cache, the finished runs are reused
