@@ -79,9 +79,9 @@ class BaseModelConfig:
     """Held-out eval tasks (disjoint entities)."""
     prompt: str = "compact"
     """System prompt of the env: "compact" (summary + tool signatures) or "full" (authors + tools JSON)."""
-    n_plain: int = 1200
+    n_plain: int = 800
     """Noisy-expert trajectories in the corpus."""
-    n_referenced: int = 600
+    n_referenced: int = 400
     """Referenced trajectories in the corpus."""
     success: dict[str, float] = field(default_factory=dict)
     """Per-domain overrides of the noisy expert's probability of the right procedure (empty: defaults)."""
@@ -92,7 +92,7 @@ class BaseModelConfig:
     consistently within the transcript, by random pseudo-words. The world has only a few dozen
     train names, which a tiny model memorises instead of learning to copy; renamed transcripts
     make copying the only way to predict them, so held-out names work too."""
-    n_copy_drills: int = 3000
+    n_copy_drills: int = 24000
     """Copy drills fitted before the world corpus (one epoch): a user message of random pseudo-names
     and ids that the assistant repeats. They grow the induction (copy) circuits that reading ids
     and names needs; a tiny model does not find them in the world corpus alone within the budget."""
@@ -107,8 +107,9 @@ class BaseModelConfig:
     a few hundred tokens, where a smaller base gives sharper relative positions)."""
     model_seed: int = 0
     """Seed of the model's initialisation."""
-    pretrain: PretrainConfig = field(default_factory=PretrainConfig)
-    """The supervised fit."""
+    pretrain: PretrainConfig = field(default_factory=lambda: PretrainConfig(batch_tokens=1024, context_weight=0.3))
+    """The supervised fit of the world corpus (the copy drills reuse it: one epoch, flat lr, no context
+    loss, batches of at most 512 tokens)."""
 
 
 def config_key(cfg: BaseModelConfig) -> str:

@@ -1,5 +1,6 @@
 """The micro world's base model: corpus, tokenizer, cache, and (slow) a reduced base rolled out."""
 
+import json
 import math
 import random
 import re
@@ -9,8 +10,8 @@ import torch
 
 import harness.base_model as bm
 from harness.base_model import (
-    BaseModelConfig, EvalConfig, base_dir, build_base_tokenizer, build_corpus, config_key, encode_corpus,
-    evaluate_base, frame_reference, good_reference, load_or_build_base, make_env, reference_framing,
+    BaseModelConfig, base_dir, build_base_tokenizer, build_corpus, config_key, encode_corpus,
+    frame_reference, good_reference, load_or_build_base, make_env, reference_framing,
     tokenizer_texts,
 )
 from harness.models.tokenizer import CONTROL_TOKENS, MARKUP_TOKENS
@@ -159,13 +160,23 @@ def test_cache_hit_loads_the_same_weights_without_training(world, tmp_path, monk
 
 
 @pytest.mark.slow
-def test_reduced_base_rolls_out_with_finite_rewards(tmp_path):
-    cfg = small_config(n_plain=120, n_referenced=60, pretrain=PretrainConfig(epochs=1, batch_tokens=2048,
-                                                                             warmup_steps=5, progress=False))
-    model, tok, info = load_or_build_base(cfg, cache_dir=tmp_path, progress=False)
-    assert info["pretrain"]["loss_last"] < info["pretrain"]["loss_first"]
-    scores = evaluate_base(model, tok, cfg, EvalConfig(n_tasks=12, max_new_tokens=64, max_turns=6, progress=False))
+def test_reduced_base_rolls_out_with_finite_rewards(tmp_path, capsys):
+    from harness.cli import main
+
+    out = tmp_path / "scores.json"
+    args = ["pretrain", "n_train=60", "n_eval=12", "n_plain=120", "n_referenced=60", "vocab_size=400",
+            "n_copy_drills=200", "pretrain.epochs=1", "pretrain.batch_tokens=2048", "pretrain.warmup_steps=5",
+            "pretrain.progress=false", "--cache-dir", str(tmp_path), "--eval-tasks", "12", "--json", str(out)]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "mean reward without context" in printed and "with a good reference" in printed
+    res = json.loads(out.read_text())
+    assert not res["base"]["cached"]
+    assert res["base"]["pretrain"]["loss_last"] < res["base"]["pretrain"]["loss_first"]
+    scores = res["eval"]
     assert scores["tasks"] == 12 and scores["episodes"] == {"no_context": 12, "with_reference": 12}
     for cond in ("no_context", "with_reference"):
         assert math.isfinite(scores[cond]) and 0.0 <= scores[cond] <= 1.0
         assert set(scores["per_domain"][cond]) == {"shop", "bank", "library", "calendar", "files", "travel"}
+    assert main(args[:-2] + ["--no-eval"]) == 0  # the second call loads the cache
+    assert "loaded from the cache" in capsys.readouterr().out
