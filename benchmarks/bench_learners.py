@@ -82,6 +82,8 @@ def run_one(learner: str, args: argparse.Namespace) -> dict:
                  "eval.at_start=false", "eval.at_end=false", "eval.every_generations=0", "checkpoint.every_steps=0",
                  "checkpoint.resume=false", f"bank.path={args.work}/bank", "opsd.oracle=bank",
                  f"sft.data=[{args.work}/sft.jsonl]", "optim.lr=1e-4"]
+    if args.max_train_tasks:  # a small task set: from the second epoch on, LOPD's anchor latents are cached
+        overrides.append(f"env.max_train_tasks={args.max_train_tasks}")
     tr = Trainer(load_config(TrainConfig, None, overrides))
     rows = []
     for step in range(1, args.steps + 2):
@@ -118,6 +120,8 @@ def main() -> int:
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--max-turns", type=int, default=4)
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads per learner process")
+    ap.add_argument("--max-train-tasks", type=int, default=None,
+                    help="train on the first N tasks only (N = rollouts per step: LOPD's anchor cache is warm after step 1)")
     ap.add_argument("--learners", nargs="*", default=LEARNERS)
     ap.add_argument("--work", default="/tmp/lopd-bench-learners", help="scratch directory (bank, runs)")
     ap.add_argument("--out", default=None, help="write the JSON results here")
@@ -138,6 +142,8 @@ def main() -> int:
         cmd = [sys.executable, __file__, "--one", learner, "--steps", str(args.steps), "--rollouts", str(args.rollouts),
                "--env", args.env, "--max-new-tokens", str(args.max_new_tokens), "--max-turns", str(args.max_turns),
                "--threads", str(args.threads), "--work", args.work]
+        if args.max_train_tasks:
+            cmd += ["--max-train-tasks", str(args.max_train_tasks)]
         r = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if r.returncode != 0:
             print(r.stderr[-3000:], file=sys.stderr)
