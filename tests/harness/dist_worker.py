@@ -8,6 +8,7 @@ trainer's ``collect`` does), takes one learner step, and rank 0 saves the metric
 
 from __future__ import annotations
 
+import os
 import sys
 
 import torch
@@ -40,3 +41,9 @@ def main(batch_file: str, out_file: str, overrides: list[str]) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1], sys.argv[2], sys.argv[3:])
+    # gloo's worker threads can abort in C++ static destructors at interpreter exit ("terminate
+    # called without an active exception", seen under load); the work is saved and the group
+    # destroyed, so leave without running them.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
