@@ -68,6 +68,17 @@ def frame_reference(task_text: str, reference: str) -> str:
 
 
 @dataclass
+class BasePretrainConfig(PretrainConfig):
+    """:class:`harness.pretrain.PretrainConfig` with the base model's defaults (as class defaults, so a
+    ``pretrain.<field>=...`` override keeps the others)."""
+
+    batch_tokens: int = 1024
+    """Most padded tokens in one batch (batch size x longest sequence)."""
+    context_weight: float = 0.3
+    """Weight of the next-token loss on prompt and tool-result tokens (see PretrainConfig)."""
+
+
+@dataclass
 class BaseModelConfig:
     """What the base model is made of. Every field is part of the cache key."""
 
@@ -107,7 +118,7 @@ class BaseModelConfig:
     a few hundred tokens, where a smaller base gives sharper relative positions)."""
     model_seed: int = 0
     """Seed of the model's initialisation."""
-    pretrain: PretrainConfig = field(default_factory=lambda: PretrainConfig(batch_tokens=1024, context_weight=0.3))
+    pretrain: BasePretrainConfig = field(default_factory=lambda: BasePretrainConfig())
     """The supervised fit of the world corpus (the copy drills reuse it: one epoch, flat lr, no context
     loss, batches of at most 512 tokens)."""
 

@@ -42,6 +42,15 @@ def monkeypatch_module():
     mp.undo()
 
 
+def test_a_pretrain_override_keeps_the_base_defaults():
+    from harness.config import load_config
+
+    cfg = load_config(BaseModelConfig, None, ["pretrain.epochs=3", "n_plain=10"])
+    assert cfg.pretrain.epochs == 3 and cfg.n_plain == 10
+    assert cfg.pretrain.batch_tokens == 1024 and cfg.pretrain.context_weight == 0.3
+    assert isinstance(cfg.pretrain, bm.BasePretrainConfig) and isinstance(cfg.pretrain, PretrainConfig)
+
+
 def test_reference_framing_is_lopd_latent_framing_with_text_in_place_of_the_latents():
     f = reference_framing()
     assert f == DEFAULT_FRAMING.replace("{latents}", "{reference}")
