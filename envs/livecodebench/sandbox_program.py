@@ -42,51 +42,12 @@ try:  # on the host (tests); inside the sandbox the guest helpers precede this s
 except ImportError:
     pass
 
+# lcb_runner's import header: star-imports of these modules (plus builtins and typing), then plain imports.
+_HEADER_MODULES = ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random",
+                   "statistics", "itertools", "functools", "operator", "io", "sys", "json")
 IMPORT_HEADER = "\n".join(
-    [
-        f"from {m} import *"
-        for m in (
-            "string",
-            "re",
-            "datetime",
-            "collections",
-            "heapq",
-            "bisect",
-            "copy",
-            "math",
-            "random",
-            "statistics",
-            "itertools",
-            "functools",
-            "operator",
-            "io",
-            "sys",
-            "json",
-            "builtins",
-            "typing",
-        )
-    ]
-    + [
-        f"import {m}"
-        for m in (
-            "string",
-            "re",
-            "datetime",
-            "collections",
-            "heapq",
-            "bisect",
-            "copy",
-            "math",
-            "random",
-            "statistics",
-            "itertools",
-            "functools",
-            "operator",
-            "io",
-            "sys",
-            "json",
-        )
-    ]
+    [f"from {m} import *" for m in (*_HEADER_MODULES, "builtins", "typing")]
+    + [f"import {m}" for m in _HEADER_MODULES]
     + ["sys.setrecursionlimit(50000)", ""]
 )
 
