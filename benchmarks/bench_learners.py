@@ -4,7 +4,8 @@
 
 Every learner runs in its own process (so peak RSS is its own) on the tiny model and the micro
 world (``lopd/micro-v0``, ~1,300-token prompts): one warm-up step, then ``--steps`` timed steps of
-``rollouts_per_step`` episodes (GRPO/SDPO 8 tasks x 4, OPSD/LOPD 32 tasks x 1: equal generations).
+``rollouts_per_step`` episodes (GRPO/SDPO 8 tasks x 4, OPSD/LOPD 32 tasks x 1: equal generations;
+``--lopd-group-size 4`` runs LOPD on GRPO's layout, the same tasks and generations a step).
 Phases: ``rollout`` (generation + env), ``context`` (oracle / sibling / retrieval), ``teacher``
 (teacher scoring), ``student`` (student forward/backward/step), ``composer`` (LOPD: encoder +
 QFormer forward/backward + composer step). The bank (OPSD oracles, LOPD retrieval) holds the
@@ -84,6 +85,8 @@ def run_one(learner: str, args: argparse.Namespace) -> dict:
                  f"sft.data=[{args.work}/sft.jsonl]", "optim.lr=1e-4"]
     if args.max_train_tasks:  # a small task set: from the second epoch on, LOPD's anchor latents are cached
         overrides.append(f"env.max_train_tasks={args.max_train_tasks}")
+    if learner == "lopd" and args.lopd_group_size:
+        overrides.append(f"group_size={args.lopd_group_size}")
     tr = Trainer(load_config(TrainConfig, None, overrides))
     rows = []
     for step in range(1, args.steps + 2):
@@ -109,7 +112,8 @@ def run_one(learner: str, args: argparse.Namespace) -> dict:
     med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     tr.close()
-    return {"learner": learner, "median": med, "steps": rows, "peak_rss_mib": peak_kib / 1024}
+    return {"learner": learner, "median": med, "steps": rows, "peak_rss_mib": peak_kib / 1024,
+            "layout": f"{args.rollouts // tr.group} tasks x {tr.group}"}
 
 
 def main() -> int:
@@ -122,6 +126,8 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads per learner process")
     ap.add_argument("--max-train-tasks", type=int, default=None,
                     help="train on the first N tasks only (N = rollouts per step: LOPD's anchor cache is warm after step 1)")
+    ap.add_argument("--lopd-group-size", type=int, default=None,
+                    help="LOPD's rollouts per task (default: its own, 1); 4 gives GRPO's 8 tasks x 4 layout")
     ap.add_argument("--learners", nargs="*", default=LEARNERS)
     ap.add_argument("--work", default="/tmp/lopd-bench-learners", help="scratch directory (bank, runs)")
     ap.add_argument("--out", default=None, help="write the JSON results here")
@@ -144,6 +150,8 @@ def main() -> int:
                "--threads", str(args.threads), "--work", args.work]
         if args.max_train_tasks:
             cmd += ["--max-train-tasks", str(args.max_train_tasks)]
+        if args.lopd_group_size:
+            cmd += ["--lopd-group-size", str(args.lopd_group_size)]
         r = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if r.returncode != 0:
             print(r.stderr[-3000:], file=sys.stderr)
@@ -151,7 +159,7 @@ def main() -> int:
         results[learner] = json.loads(r.stdout.strip().splitlines()[-1])
         med = results[learner]["median"]
         for pre, what in (("", "wall"), ("cpu_", "CPU ")):
-            print(f"{learner:5s} {what} step {med[pre + 'step']:7.2f}s  "
+            print(f"{learner:5s} ({results[learner]['layout']}) {what} step {med[pre + 'step']:7.2f}s  "
                   + "  ".join(f"{p} {med[pre + p]:6.2f}" for p in PHASES)
                   + (f"  peak RSS {results[learner]['peak_rss_mib']:.0f} MiB" if not pre else ""), flush=True)
     if "grpo" in results and "lopd" in results:

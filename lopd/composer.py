@@ -53,13 +53,30 @@ class PerceiverAttention(nn.Module):
         self.to_kv = nn.Linear(d, 2 * d, bias=False)
         self.to_out = nn.Linear(d, d, bias=False)
 
-    def forward(self, x: Tensor, lat: Tensor, x_mask: Tensor | None = None) -> Tensor:
-        """``x`` [B, L, d], ``lat`` [B, M, d], ``x_mask`` [B, L] (true = real input) -> [B, M, d]."""
-        b, n, _ = x.shape
+    def input_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Keys and values of the inputs ``x`` [B, L, d]: ``to_kv(norm_x(x))`` split in two.
+
+        They do not depend on the latents, so a block applied several times to the same inputs
+        (the shared QFormer block) computes them once and passes them as ``x_kv``.
+        """
+        k, v = self.to_kv(self.norm_x(x)).chunk(2, dim=-1)
+        return k, v
+
+    def forward(
+        self, x: Tensor, lat: Tensor, x_mask: Tensor | None = None, x_kv: tuple[Tensor, Tensor] | None = None
+    ) -> Tensor:
+        """``x`` [B, L, d], ``lat`` [B, M, d], ``x_mask`` [B, L] (true = real input) -> [B, M, d].
+
+        ``x_kv``: :meth:`input_kv` of ``x``, when already computed (then ``x`` itself is not read).
+        k, v of ``[x; lat]`` are those of x and of lat concatenated (the projection is row-wise).
+        """
+        k_x, v_x = x_kv if x_kv is not None else self.input_kv(x)
+        b, n, _ = k_x.shape
         m = lat.shape[1]
-        x, lat = self.norm_x(x), self.norm_lat(lat)
+        lat = self.norm_lat(lat)
         q = self.to_q(lat)
-        k, v = self.to_kv(torch.cat([x, lat], dim=1)).chunk(2, dim=-1)
+        k_l, v_l = self.to_kv(lat).chunk(2, dim=-1)
+        k, v = torch.cat([k_x, k_l], dim=1), torch.cat([v_x, v_l], dim=1)
         q = q.view(b, m, self.n_heads, self.head_dim).transpose(1, 2)
         k = k.view(b, n + m, self.n_heads, self.head_dim).transpose(1, 2)
         v = v.view(b, n + m, self.n_heads, self.head_dim).transpose(1, 2)
@@ -121,9 +138,12 @@ class QFormer(nn.Module):
         """``h`` [B, L, d] hidden states, ``mask`` [B, L] true at real tokens -> [B, n_latents, d]."""
         x = self.proj_in(h.to(self.queries.dtype))
         lat = self.queries.unsqueeze(0).expand(h.shape[0], -1, -1)
+        # One shared block reads the same inputs every pass: their keys/values are computed once
+        # (the same numbers, and 1/depth of the input-side projection work forward and backward).
+        shared_kv = self.attn[0].input_kv(x) if len(self.attn) == 1 else None
         for i in range(self.depth):
             j = 0 if len(self.attn) == 1 else i
-            lat = self.attn[j](x, lat, mask) + lat
+            lat = self.attn[j](x, lat, mask, x_kv=shared_kv) + lat
             lat = self.ff[j](lat) + lat
         return self.norm_out(self.proj_out(lat))
 
@@ -252,13 +272,13 @@ class Composer(nn.Module):
         """One experience per row: ``input_ids`` [B, L] -> latents [B, n_latents, d].
 
         Hidden states are the backbone's last layer after its final norm, LoRA enabled.
+        ``attention_mask`` None: every row is all real tokens (no padding), which lets the
+        attention take its plain causal path.
         """
-        if attention_mask is None:
-            attention_mask = torch.ones_like(input_ids)
         hidden = self.backbone.get_decoder()(
             input_ids=input_ids, attention_mask=attention_mask, use_cache=False
         ).last_hidden_state
-        return self.qformer(hidden, attention_mask.bool())
+        return self.qformer(hidden, None if attention_mask is None else attention_mask.bool())
 
     def encoder_ids(self, task: str, experience: str) -> list[int]:
         """Token ids the encoder reads for one pair: task prefix (tokenised alone) + experience."""
@@ -276,27 +296,33 @@ class Composer(nn.Module):
         return ids[:limit] if limit else ids
 
     def _encode_ids(self, seqs: list[list[int]], anchor: bool) -> list[Tensor]:
+        """Latents per id sequence, in order. Rows go through in batches of ``encode_batch_size``
+        after sorting by length (longest first), so a batch's rows are close in length and little
+        padding is computed; a batch without padding runs unmasked (the causal fast path)."""
         device = next(self.backbone.parameters()).device
-        out: list[Tensor] = []
+        out: list[Tensor | None] = [None] * len(seqs)
         step = max(1, self.cfg.encode_batch_size)
-        for i in range(0, len(seqs), step):
-            chunk = seqs[i : i + step]
-            width = max(len(s) for s in chunk)
-            ids = torch.zeros(len(chunk), width, dtype=torch.long, device=device)
-            mask = torch.zeros(len(chunk), width, dtype=torch.long, device=device)
-            for r, s in enumerate(chunk):
-                ids[r, : len(s)] = torch.tensor(s, dtype=torch.long)
-                mask[r, : len(s)] = 1
+        order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))
+        for i in range(0, len(order), step):
+            rows = order[i : i + step]
+            width = max(len(seqs[r]) for r in rows)
+            ids = torch.zeros(len(rows), width, dtype=torch.long, device=device)
+            mask = torch.zeros(len(rows), width, dtype=torch.long, device=device)
+            for j, r in enumerate(rows):
+                ids[j, : len(seqs[r])] = torch.tensor(seqs[r], dtype=torch.long)
+                mask[j, : len(seqs[r])] = 1
+            padded = mask if any(len(seqs[r]) < width for r in rows) else None
             if anchor:
                 with torch.no_grad():
                     params = {
                         n: getattr(self._anchor, _mangle(n)) for n, _ in self.named_trainable_parameters()
                     }
-                    lat = torch.func.functional_call(self, params, (ids, mask), strict=False)
+                    lat = torch.func.functional_call(self, params, (ids, padded), strict=False)
             else:
-                lat = self(ids, mask)
-            out.extend(lat.unbind(0))
-        return out
+                lat = self(ids, padded)
+            for r, x in zip(rows, lat.unbind(0)):
+                out[r] = x
+        return out  # type: ignore[return-value]
 
     def encode(
         self, tasks: Sequence[str], experiences: Sequence[Sequence[str]], *, anchor: bool = False

@@ -85,6 +85,22 @@ def _new_cache(config: Any) -> Any:
         return DynamicCache()
 
 
+def _distinct_rows(prefix: torch.Tensor) -> tuple[list[int], list[int]]:
+    """(index of the first row of each distinct row of ``prefix`` [B, L], each row's distinct index).
+
+    >>> _distinct_rows(torch.tensor([[1, 2], [3, 4], [1, 2]]))
+    ([0, 1], [0, 1, 0])
+    """
+    seen: dict[tuple[int, ...], int] = {}
+    rep, inv = [], []
+    for i, row in enumerate(prefix.tolist()):
+        j = seen.setdefault(tuple(row), len(rep))
+        if j == len(rep):
+            rep.append(i)
+        inv.append(j)
+    return rep, inv
+
+
 def _cache_kw(decoder: Any) -> str:
     """transformers 5 names the KV-cache argument ``cache``; 4.x ``past_key_values``."""
     import inspect
@@ -153,18 +169,25 @@ class LOPDLearner(Learner):
 
         The activations before the first latent do not depend on the composer, so with gradients on
         they are computed without a graph and enter as a KV cache: the same logits and latent
-        gradients, with backward work only over the tokens from the first latent on.
+        gradients, with backward work only over the tokens from the first latent on. Rows that start
+        with the same tokens up to there (an env's system prompt and tools) share one run of that
+        prefix, its cache copied to each of them.
         """
         embeds = inject_batch(self.composer.input_embeddings()(ids), positions, latents)
         real = at[at_mask.to(at.device)] if at_mask is not None else at.reshape(-1)
         split = min([p[0] for p in positions if p] + [int(real.min()) if real.numel() else 0, ids.shape[1] - 1])
+        rep, inv = _distinct_rows(ids[:, :split]) if split > 1 and bool(attn[:, :split].all()) else (None, None)
+        shared = rep is not None and len(rep) < ids.shape[0]
         with self.composer.teacher_mode() as lm:
             dec = lm.get_decoder()
-            if torch.is_grad_enabled() and split > 1:
+            if split > 1 and (torch.is_grad_enabled() or shared):
                 cache = _new_cache(lm.config)
+                pre = torch.tensor(rep, device=ids.device) if shared else slice(None)
                 with torch.no_grad():
-                    dec(inputs_embeds=embeds[:, :split], attention_mask=attn[:, :split], use_cache=True,
+                    dec(inputs_embeds=embeds[pre, :split], attention_mask=attn[pre, :split], use_cache=True,
                         **{_cache_kw(dec): cache})
+                if shared:
+                    cache.reorder_cache(torch.tensor(inv, device=ids.device))  # one prefix row per batch row
                 pos = torch.arange(split, ids.shape[1], device=ids.device).unsqueeze(0).expand(ids.shape[0], -1)
                 h = dec(inputs_embeds=embeds[:, split:], attention_mask=attn, position_ids=pos, use_cache=True,
                         **{_cache_kw(dec): cache}).last_hidden_state

@@ -109,7 +109,25 @@ def test_qformer_mask_ignores_padding_and_softmax_runs_in_fp32():
     assert torch.allclose(out.float(), q(h), atol=0.15)
     with pytest.raises(ValueError):
         PerceiverAttention(10, 3)
-    assert QFormer.from_config(D, 4, QFormerConfig(dtype="bfloat16")).queries.dtype == torch.bfloat16
+
+
+def test_shared_block_input_keys_values_are_computed_once_with_the_same_result():
+    torch.manual_seed(2)
+    q = QFormer(D, 4, n_latents=5, depth=3)
+    h, mask = torch.randn(2, 7, D), torch.tensor([[1] * 7, [1] * 4 + [0] * 3])
+    calls = []
+    q.attn[0].to_kv.register_forward_hook(lambda m, a, out: calls.append(a[0].shape[1]))
+    out = q(h, mask)
+    assert calls == [7] + [5] * 3  # inputs once, then only the 5 latents per pass
+    a, x, lat = q.attn[0], torch.randn(2, 7, D), torch.randn(2, 5, D)
+    torch.testing.assert_close(a(x, lat, mask, x_kv=a.input_kv(x)), a(x, lat, mask))
+    # independent blocks (share_layers=False): each pass reads its own block's keys/values
+    q2 = QFormer(D, 4, n_latents=5, depth=3, share_layers=False)
+    x, lat = q2.proj_in(h), q2.queries.expand(2, -1, -1)
+    for blk, ff in zip(q2.attn, q2.ff):
+        lat = blk(x, lat, mask) + lat
+        lat = ff(lat) + lat
+    torch.testing.assert_close(q2(h, mask), q2.norm_out(q2.proj_out(lat)))
 
 
 # ------------------------------------------------------------------------------------ Composer
@@ -148,7 +166,7 @@ def test_encode_reads_task_prefix_plus_experience_and_uses_final_norm_hidden_sta
 
 def test_encode_concatenates_in_retrieval_order_and_is_task_conditional():
     c = make_composer(n_latents=4, encode_batch_size=2)
-    exps = ["first trajectory", "second one", "x"]
+    exps = ["x", "first trajectory", "second one"]  # encoded longest first, returned in retrieval order
     with torch.no_grad():
         both = c.encode(["task A", "task B"], [exps, exps[:1]])
         assert both[0].shape == (12, D) and both[1].shape == (4, D)

@@ -81,11 +81,28 @@ def test_teacher_prefix_without_graph_gives_the_same_logits_and_latent_gradients
         ids, p = latent_teacher_prompt(tr.tokenizer, r.traj.episode, lat.shape[0], lrn.cfg.framing, {})
         rows.append(ids + r.traj.token_ids[r.prompt_len:])
         pos.append(p)
-    ids, attn = pad_rows(rows, 0)
-    for at in (torch.tensor([[len(rows[0]) - 5, len(rows[0]) - 2]] * len(rows)),  # split at the first latent
-               torch.tensor([[5, len(rows[0]) - 5, len(rows[0]) - 2]] * len(rows))):  # split before it
+    shared_ids, attn = pad_rows(rows, 0)
+    assert len(rows) == 4
+    other = shared_ids.clone()
+    other[1, 3] = (other[1, 3] + 1) % 50  # one row's system prompt differs: 2 distinct prefixes
+    distinct = shared_ids.clone()
+    distinct[:, 3] = torch.arange(4) + 10  # every row's differs: nothing to share
+    prefix_rows = []  # batch size of the no-graph prefix pass (the first decoder call of each forward)
+    hook = lrn.composer.backbone.get_decoder().register_forward_pre_hook(
+        lambda m, a, kw: prefix_rows.append(kw["inputs_embeds"].shape[0]), with_kwargs=True)
+    cases = [(ids, at, n) for ids, n in ((shared_ids, 1), (other, 2), (distinct, 4))
+             for at in (torch.tensor([[len(rows[0]) - 5, len(rows[0]) - 2]] * len(rows)),  # split at the first latent
+                        torch.tensor([[5, len(rows[0]) - 5, len(rows[0]) - 2]] * len(rows)))]  # split before it
+    for ids, at, n_prefix in cases:
         leaf = lat.clone().requires_grad_(True)
+        prefix_rows.clear()
         split = lrn.teacher_logits(ids, attn, pos, [leaf] * len(rows), at)  # grads on: prefix as a KV cache
+        assert prefix_rows[0] == n_prefix  # each distinct prefix runs once
+        with torch.no_grad():  # without gradients the shared prefix is still run once, with the same logits
+            prefix_rows.clear()
+            torch.testing.assert_close(lrn.teacher_logits(ids, attn, pos, [leaf] * len(rows), at), split.detach(),
+                                       atol=1e-5, rtol=1e-5)
+            assert prefix_rows == ([n_prefix, len(rows)] if n_prefix < len(rows) else [len(rows)])
         split.sum().backward()
         ref_leaf = lat.clone().requires_grad_(True)
         with lrn.composer.teacher_mode() as lm:  # the plain full forward
@@ -96,6 +113,7 @@ def test_teacher_prefix_without_graph_gives_the_same_logits_and_latent_gradients
         torch.testing.assert_close(split.detach(), full.detach(), atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(leaf.grad, ref_leaf.grad, atol=1e-6, rtol=1e-4)
         assert ref_leaf.grad.abs().max() > 0
+    hook.remove()
     # anchor latents are cached between steps and equal a fresh encoding
     tasks, exps = [batch.rollouts[0].task], lrn.retrieve([batch.rollouts[0].task])
     first = lrn.anchors(tasks, exps)[0]
