@@ -17,6 +17,12 @@ gradients (into the latents only) for the composer. A task's rollouts share a mi
 its latents are encoded, so one backward per micro-batch runs through teacher and encoder and
 memory stays bounded by the micro-batch. Cold start: ``lopd coldstart`` writes the warmed composer that ``lopd.composer_init``
 loads (it is also the anchor c_phi0).
+
+Cost: the composer's work is per task, so a task's G rollouts (``group_size``; LOPD's default is
+1, i.e. 32 tasks a step; 4 is GRPO's 8 x 4 layout) share one retrieval, one encoding with
+gradients and one anchor encoding (cached across steps). The teacher's prompt before the first
+latent runs once per distinct prefix (an env's system prompt) without a graph. Step cost against
+GRPO under both layouts: benchmarks/RESULTS.md, "Learners".
 """
 
 from __future__ import annotations

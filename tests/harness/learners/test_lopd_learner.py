@@ -34,7 +34,14 @@ def test_latents_fill_the_teacher_prompt_and_all_three_parties_update_as_they_sh
     frozen0 = _snap(lrn.composer.backbone, [k for k, _ in lrn.composer.backbone.named_parameters() if "lora_" not in k])
     student0 = _snap(tr.student)
     beta0 = lrn.dual.value
+    encoded = []  # (rows, anchor?) of each encoder call: a group's rollouts share one encoding of their task
+    real = lrn.composer._encode_ids
+    lrn.composer._encode_ids = lambda seqs, anchor: encoded.append((len(seqs), anchor)) or real(seqs, anchor)
     m = lrn.train_step(batch)
+    del lrn.composer._encode_ids
+    # 2 groups (micro-batches) x 1 experience, not 4 rollouts x 1; shop has one training task, so its
+    # anchor is encoded once and the second micro-batch reads it from the cache
+    assert sorted(encoded) == [(1, False), (1, False), (1, True)]
     assert m["no_latent_frac"] == 0.0 and m["composer/beta"] == beta0
     # dual ascent with the step's mean Delta, from the beta the loss used
     cfg = tr.cfg.lopd.margin
@@ -121,3 +128,12 @@ def test_teacher_prefix_without_graph_gives_the_same_logits_and_latent_gradients
     torch.testing.assert_close(lrn.anchors(tasks, exps)[0], first)
     torch.testing.assert_close(first, lrn.composer.encode([tasks[0].prompt], exps, anchor=True)[0], atol=1e-6, rtol=1e-5)
     tr.close()
+
+
+def test_module_doctests():
+    import doctest
+
+    import harness.learners.lopd as mod
+
+    result = doctest.testmod(mod)
+    assert result.failed == 0 and result.attempted > 0
