@@ -30,6 +30,9 @@ def main() -> None:
     ap.add_argument("--batch-tokens", type=int, default=512)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--rope-theta", type=float, default=1e6)
+    ap.add_argument("--prefix-max", type=int, default=16, help="longest random prefix (variable offset)")
+    ap.add_argument("--qk-gain", type=float, default=1.0, help="initial q_norm/k_norm weight (sharper attention)")
+    ap.add_argument("--init-range", type=float, default=None, help="initializer_range of the model config")
     ap.add_argument("--fixed", action="store_true", help="fixed prefix (8) and span (24): a fixed copy offset")
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -38,7 +41,7 @@ def main() -> None:
     pool = list(range(300, 300 + args.pool))
 
     def example() -> Example:
-        n, k = (24, 8) if args.fixed else (rng.randint(10, 30), rng.randint(0, 16))
+        n, k = (24, 8) if args.fixed else (rng.randint(10, 30), rng.randint(0, args.prefix_max))
         span = [rng.choice(pool) for _ in range(n)]
         prefix = [rng.choice(pool) for _ in range(k)]
         ids = [5, *prefix, 7, *span, 6, *span]
@@ -48,8 +51,14 @@ def main() -> None:
     test = [example() for _ in range(50)]
     cfg = tiny_config("1m", tok)
     cfg.rope_parameters = {"rope_type": "default", "rope_theta": args.rope_theta}
+    if args.init_range is not None:
+        cfg.initializer_range = args.init_range
     torch.manual_seed(0)
     model = Qwen3ForCausalLM(cfg)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(("q_norm.weight", "k_norm.weight")):
+                p.fill_(args.qk_gain)
     t0 = time.perf_counter()
     steps = 0
     for epoch in range(args.epochs):

@@ -107,10 +107,19 @@ class BaseModelConfig:
     """Copy drills fitted before the world corpus (one epoch): a user message of random pseudo-names
     and ids that the assistant repeats. They grow the induction (copy) circuits that reading ids
     and names needs; a tiny model does not find them in the world corpus alone within the budget."""
+    mixed_drills: int = 0
+    """Further copy drills shuffled into the world corpus's fit, so copying keeps being practised
+    while the procedures are learnt."""
     reference_result_chars: int = 120
     """Tool results in a reference's experience text are cut to this many characters."""
     vocab_size: int = 2048
     """BPE vocabulary (before the markup tokens)."""
+    tokenizer: str = "bpe"
+    """"bpe": names and ids split into BPE pieces shared by both splits. "words": every word of the
+    world's vocabulary and of the pseudo-word pool is one token (with and without a leading space),
+    an id's three-digit number is one token, quotes are split off (a key tokenises alike in JSON
+    calls and repr results), and the copy drills also draw from the world's words (so their tokens
+    are trained). An experiment towards copying; see RESULTS.md, "Micro-world base model"."""
     preset: str = "1m"
     """Tiny model preset (harness.models.PRESETS)."""
     rope_theta: float = 10000.0
@@ -190,13 +199,28 @@ def build_corpus(env: MicroEnv, cfg: BaseModelConfig) -> list[dict[str, Any]]:
 
 
 _SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"] + ["qua", "shi", "tho", "wen", "xo", "yu"]
+NAME_POOL_SIZE = 480
+"""Pseudo-words that renamed transcripts and copy drills draw from (each one token, see the tokenizer)."""
 
 
-def pseudo_word(rng: random.Random) -> str:
-    """A random pronounceable lowercase word of 2-3 syllables (never a word of the world's vocabulary)."""
-    while True:
+@lru_cache(maxsize=1)
+def name_pool() -> tuple[str, ...]:
+    """``NAME_POOL_SIZE`` distinct pronounceable lowercase pseudo-words of 2-3 syllables, none a word of
+    the world's vocabulary; fixed (seeded), so every corpus and tokenizer shares them."""
+    rng, pool = random.Random("name-pool"), dict.fromkeys(())
+    while len(pool) < NAME_POOL_SIZE:
         w = "".join(rng.choice(_SYLLABLES) for _ in range(rng.choice((2, 2, 3))))
         if w not in _vocab_words():
+            pool[w] = None
+    return tuple(pool)
+
+
+def pseudo_word(rng: random.Random, avoid: set[str] | frozenset[str] = frozenset()) -> str:
+    """A random word of :func:`name_pool` not in ``avoid``."""
+    pool = name_pool()
+    while True:
+        w = pool[rng.randrange(len(pool))]
+        if w not in avoid:
             return w
 
 
@@ -204,6 +228,15 @@ def pseudo_word(rng: random.Random) -> str:
 def _vocab_words() -> frozenset[str]:
     return frozenset(w.lower() for lst in [FIRST_NAMES, LAST_NAMES, *all_vocab().values()] for e in lst
                      for w in re.findall(r"[A-Za-z]+", e))
+
+
+def whole_words() -> list[str]:
+    """Words the tokenizer keeps whole (lower and capitalised): the world's vocabulary words (both
+    splits, as a pretrained model knows names) and the pseudo-word pool. A name is then copied as one
+    token per word, tokenised the same after a space, a quote or a dot."""
+    words = sorted(w for w in _vocab_words() | set(name_pool()) if len(w) > 1)
+    words += [w[:1].upper() + w[1:] for w in words]
+    return words + [" " + w for w in words]  # "Gus Ortiz" -> Gus, " Ortiz": the second word follows the first
 
 
 @lru_cache(maxsize=1)
@@ -224,12 +257,15 @@ def rename_entities(messages: list[dict[str, Any]], rng: random.Random) -> list[
     """
     pat = _entry_pattern()
     mapping: dict[str, str] = {}
+    used: set[str] = set()
 
     def new_name(entry: str) -> str:
         stem, dot, ext = entry.partition(".")
         if dot:  # a file name: keep its extension
             return f"{new_name(stem)}.{ext}"
-        return " ".join(pseudo_word(rng) for _ in stem.split())
+        words = [pseudo_word(rng, used) for _ in stem.split()]
+        used.update(words)  # distinct entities stay distinct
+        return " ".join(words)
 
     def sub(m: re.Match[str]) -> str:
         text = m.group(0)
@@ -252,30 +288,33 @@ def rename_entities(messages: list[dict[str, Any]], rng: random.Random) -> list[
 COPY_DRILL_SYSTEM = "Repeat the user's text exactly."
 
 
-def copy_drill(rng: random.Random) -> list[dict[str, Any]]:
+def copy_drill(rng: random.Random, words: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
     """One copy drill: random pseudo-names, ids and words that the assistant repeats verbatim.
 
     >>> m = copy_drill(random.Random(0))
     >>> [x["role"] for x in m], m[1]["content"] == m[2]["content"]
     (['system', 'user', 'assistant'], True)
     """
+    words = words or name_pool()
     parts = []
     for _ in range(rng.randint(2, 6)):
         r = rng.random()
         if r < 0.4:
-            parts.append(f"{pseudo_word(rng).capitalize()} {pseudo_word(rng).capitalize()}")
+            parts.append(f"{rng.choice(words).capitalize()} {rng.choice(words).capitalize()}")
         elif r < 0.75:
             parts.append(f"{rng.choice('ABCDEFKLMOPRTUV')}{rng.randint(100, 999)}")
         else:
-            parts.append(pseudo_word(rng))
+            parts.append(rng.choice(words))
     text = rng.choice([", ", " ", "; "]).join(parts)
     return [{"role": "system", "content": COPY_DRILL_SYSTEM}, {"role": "user", "content": text},
             {"role": "assistant", "content": text}]
 
 
-def copy_drills(n: int, seed: int = 0) -> list[list[dict[str, Any]]]:
+def copy_drills(n: int, seed: int = 0, world_words: bool = False) -> list[list[dict[str, Any]]]:
+    """``n`` copy drills over the pseudo-word pool (and the world's words when ``world_words``)."""
     rng = random.Random(f"copy-drills:{seed}")
-    return [copy_drill(rng) for _ in range(n)]
+    words = tuple(sorted(set(name_pool()) | {w for w in _vocab_words() if len(w) > 1})) if world_words else None
+    return [copy_drill(rng, words) for _ in range(n)]
 
 
 def corpus_stats(corpus: list[dict[str, Any]]) -> dict[str, Any]:
@@ -307,22 +346,25 @@ def tokenizer_texts(corpus: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def build_base_tokenizer(corpus: list[dict[str, Any]], vocab_size: int):
+def build_base_tokenizer(corpus: list[dict[str, Any]], vocab_size: int, whole_word_tokens: bool = False):
     """The project's tokenizer layout (control tokens first, markup tags last, its chat template,
     ``<|im_end|>`` as eos, ``<|endoftext|>`` as pad), with BPE merges trained on this corpus.
 
     Unlike :func:`harness.models.build_tokenizer`, merges may cross punctuation (no GPT-2 regex
     split; JSON keys and quotes become one token) and every digit is its own token (ids are
-    copied digit by digit): about 30% fewer tokens per transcript.
+    copied digit by digit): about 30% fewer tokens per transcript. ``whole_word_tokens``: see
+    ``BaseModelConfig.tokenizer`` ("words"); transcripts are then about 55% longer.
     """
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     from harness.models.tokenizer import CONTROL_TOKENS, ENDOFTEXT, IM_END, IM_START, MARKUP_TOKENS, chat_template
     from lopd.latent import PLACEHOLDER_TOKEN
 
     raw = Tokenizer(models.BPE())
+    quotes = [pre_tokenizers.Split(Regex("[\'\"]"), behavior="isolated")] if whole_word_tokens else []
     raw.pre_tokenizer = pre_tokenizers.Sequence([
+        *quotes,  # a key then tokenises alike in JSON calls and repr results
         pre_tokenizers.Digits(individual_digits=True),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
@@ -331,6 +373,12 @@ def build_base_tokenizer(corpus: list[dict[str, Any]], vocab_size: int):
                                   special_tokens=CONTROL_TOKENS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     raw.train_from_iterator(tokenizer_texts(corpus), trainer=trainer)
     raw.add_tokens([AddedToken(t, special=False, normalized=False) for t in MARKUP_TOKENS])
+    if whole_word_tokens:
+        # single_word would refuse " Ortiz" after "Gus" (it looks at the character before the space)
+        raw.add_tokens([AddedToken(w, special=False, normalized=False, single_word=not w.startswith(" "))
+                        for w in whole_words()])
+        # an id's number (C969) is one token: copied in one step, not digit by digit
+        raw.add_tokens([AddedToken(str(n), special=False, normalized=False) for n in range(100, 1000)])
     tok = PreTrainedTokenizerFast(
         tokenizer_object=raw, eos_token=IM_END, pad_token=ENDOFTEXT, bos_token=None, unk_token=None,
         additional_special_tokens=[IM_START, PLACEHOLDER_TOKEN], padding_side="left",
@@ -384,7 +432,10 @@ def build_base(cfg: BaseModelConfig, out_dir: str | os.PathLike, *, progress: bo
     corpus = build_corpus(env, cfg)
     t_corpus = time.perf_counter() - t0
     _log(progress, f"[base] corpus: {len(corpus)} transcripts in {t_corpus:.1f}s")
-    tok = build_base_tokenizer(corpus, cfg.vocab_size)
+    if cfg.tokenizer not in ("bpe", "words"):
+        raise ValueError(f"tokenizer must be 'bpe' or 'words', not {cfg.tokenizer!r}")
+    words = cfg.tokenizer == "words"
+    tok = build_base_tokenizer(corpus, cfg.vocab_size, whole_word_tokens=words)
     examples = encode_corpus(tok, corpus)
     t_tok = time.perf_counter() - t0 - t_corpus
     lengths = sorted(len(e) for e in examples)
@@ -397,14 +448,17 @@ def build_base(cfg: BaseModelConfig, out_dir: str | os.PathLike, *, progress: bo
     pcfg.progress = pcfg.progress and progress
     drill = None
     if cfg.n_copy_drills > 0:
-        drills = [encode_conversation(tok, m) for m in copy_drills(cfg.n_copy_drills, cfg.corpus_seed)]
+        drills = [encode_conversation(tok, m) for m in copy_drills(cfg.n_copy_drills, cfg.corpus_seed, words)]
         dcfg = copy.deepcopy(pcfg)
         dcfg.epochs, dcfg.context_weight, dcfg.min_lr_ratio = 1.0, 0.0, 1.0
         dcfg.batch_tokens = min(dcfg.batch_tokens, 512)  # short sequences: more, smaller steps
         drill = pretrain(model, drills, dcfg, pad_id=tok.pad_token_id)
         _log(progress, f"[base] copy drills: {drill.steps} steps in {drill.seconds:.1f}s, "
                        f"loss {drill.summary()['loss_first']} -> {drill.summary()['loss_last']}")
-    result = pretrain(model, examples, pcfg, pad_id=tok.pad_token_id)
+    fit = examples
+    if cfg.mixed_drills > 0:
+        fit = examples + [encode_conversation(tok, m) for m in copy_drills(cfg.mixed_drills, cfg.corpus_seed + 1, words)]
+    result = pretrain(model, fit, pcfg, pad_id=tok.pad_token_id)
     _log(progress, f"[base] pretrained {result.steps} steps in {result.seconds:.1f}s: "
                    f"loss {result.summary()['loss_first']} -> {result.summary()['loss_last']}")
     out = Path(out_dir)

@@ -132,6 +132,26 @@ def test_tokenizer_keeps_special_tokens_and_splits_entities_and_digits(world):
     assert all(0 < e.n_supervised < len(e) for e in ex)
 
 
+def test_words_tokenizer_keeps_names_and_id_numbers_whole_and_alike_in_every_context(world):
+    _, _, corpus = world
+    tok = build_base_tokenizer(corpus, 400, whole_word_tokens=True)
+
+    def pieces(text: str) -> list[str]:
+        return [tok.decode([i]) for i in tok.encode(text, add_special_tokens=False)]
+
+    name = random.Random(0).choice(bm.name_pool()).capitalize()
+    assert pieces(f"Ada {name}") == ["Ada", f" {name}"]  # the second word carries its space
+    call, result = pieces(f'{{"owner": "Ada {name}", "id": "C943"}}'), pieces(f"{{'owner': 'Ada {name}', 'id': 'C943'}}")
+    assert [p.replace('"', "'") for p in call] == result  # keys and values tokenise alike in JSON and repr
+    assert ["Ada", f" {name}"] == call[call.index("Ada"):call.index("Ada") + 2]
+    assert ["C", "943"] == call[call.index("943") - 1:call.index("943") + 1]  # an id's number is one token
+    for text in (f"mail {name.lower()}.ada@x.org, 1940 kr", "Adam and Adaline"):
+        assert tok.decode(tok.encode(text, add_special_tokens=False)) == text
+    assert bm.copy_drills(5, world_words=True) != bm.copy_drills(5)
+    with pytest.raises(ValueError, match="tokenizer"):
+        bm.build_base(small_config(tokenizer="chars"), "/nonexistent")
+
+
 def test_good_reference_is_a_successful_other_train_task_of_the_same_procedure(world):
     cfg, env, _ = world
     full = make_env(cfg, split=None)

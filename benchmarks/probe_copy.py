@@ -1,0 +1,63 @@
+"""Probe: does a micro-world base copy names and ids? Teacher-forced next-token accuracy on the
+assistant tokens of the scripted expert's correct transcripts, split by kind of token.
+
+    python benchmarks/probe_copy.py ~/.cache/lopd/base/1m-<key>             # held-out tasks
+    python benchmarks/probe_copy.py <base dir> --split train --rename       # train tasks, renamed
+
+Kinds: ``word`` (a whole-word token: a name, title, product, ...), ``number`` (an id's or amount's
+number token, or a digit) and ``other`` (markup, JSON keys, tool names). A base that has learnt the
+procedures but cannot copy scores high on ``other`` and near zero on ``word``; rollouts then fail
+every check (each needs a copied name or id). See benchmarks/RESULTS.md, "Micro-world base model".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+
+import torch
+
+from envs.micro.expert import run_solver
+from harness.base_model import make_env, rename_entities, whole_words
+from harness.demo import load_base_dir
+from harness.pretrain import encode_conversation
+
+
+def copy_accuracy(model, tok, env, task_ids: list[str], rename: bool = False) -> dict[str, dict[str, float]]:
+    """{kind: {"accuracy": ..., "tokens": ...}} over the assistant tokens of the expert's transcripts."""
+    words = set(whole_words())
+    hits: dict[str, list[int]] = {}
+    for tid in task_ids:
+        msgs = run_solver(env, tid).messages
+        if rename:
+            msgs = rename_entities(msgs, random.Random(tid))
+        ex = encode_conversation(tok, msgs)
+        with torch.no_grad():
+            pred = model(torch.tensor([ex.ids])).logits[0].argmax(-1)
+        for i in range(1, len(ex.ids)):
+            if ex.mask[i]:
+                text = tok.decode([ex.ids[i]])
+                kind = "word" if text in words else "number" if text.isdigit() else "other"
+                h = hits.setdefault(kind, [0, 0])
+                h[0] += int(pred[i - 1].item() == ex.ids[i])
+                h[1] += 1
+    return {k: {"accuracy": round(a / n, 4), "tokens": n} for k, (a, n) in sorted(hits.items())}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("base", help="a built base folder (holding base_info.json)")
+    ap.add_argument("--split", default="eval", choices=("train", "eval"))
+    ap.add_argument("--tasks", type=int, default=60)
+    ap.add_argument("--rename", action="store_true", help="rename the entities (as the corpus does)")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    model, tok, info = load_base_dir(args.base)
+    env = make_env(info["config_obj"], split=args.split)
+    ids = [t.task_id for t in env.all_tasks() if t.split == args.split][: args.tasks]
+    print(json.dumps(copy_accuracy(model.eval(), tok, env, ids, rename=args.rename)))
+
+
+if __name__ == "__main__":
+    main()
