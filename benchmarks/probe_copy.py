@@ -7,7 +7,8 @@ assistant tokens of the scripted expert's correct transcripts, split by kind of 
 Kinds: ``word`` (a whole-word token: a name, title, product, ...), ``number`` (an id's or amount's
 number token, or a digit) and ``other`` (markup, JSON keys, tool names). A base that has learnt the
 procedures but cannot copy scores high on ``other`` and near zero on ``word``; rollouts then fail
-every check (each needs a copied name or id). See benchmarks/RESULTS.md, "Micro-world base model".
+every check (each needs a copied name or id). The kinds are meant for ``tokenizer="words"`` bases;
+in a "bpe" base a name is several pieces, counted as ``other``. See benchmarks/RESULTS.md, "Micro-world base model".
 """
 
 from __future__ import annotations
