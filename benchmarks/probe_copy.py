@@ -20,7 +20,8 @@ import random
 import torch
 
 from envs.micro.expert import run_solver
-from harness.base_model import make_env, rename_entities, whole_words
+from harness.base_corpus import rename_entities, whole_words
+from harness.base_model import make_env
 from harness.demo import load_base_dir
 from harness.pretrain import encode_conversation
 

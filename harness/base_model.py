@@ -18,9 +18,10 @@ Two kinds of corpus item (docs/MICRO.md, "The base model"):
   latents), then the correct procedure on the target. So the same model acts much better when it
   is given a good reference, the gap self-distillation needs.
 
-The tokenizer is the project's byte-level BPE (:func:`harness.models.build_tokenizer`, every special
-token kept), trained on the corpus with entity names and digits taken out: names and ids then split
-into pieces shared by both splits, so held-out names (disjoint from train) tokenise like train ones.
+Renaming, copy drills and the tokenizer live in :mod:`harness.base_corpus`. The tokenizer is the
+project's byte-level BPE layout (every special token kept), trained on the corpus with entity names
+and digits taken out: names and ids then split into pieces shared by both splits, so held-out names
+(disjoint from train) tokenise like train ones.
 """
 
 from __future__ import annotations
@@ -30,22 +31,19 @@ import hashlib
 import json
 import os
 import random
-import re
 import shutil
 import tempfile
 import time
-from collections import Counter
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from envs.micro.domains.base import FIRST_NAMES, LAST_NAMES
 from envs.micro.env import MicroEnv
 from envs.micro.expert import noisy_expert, run_solver
 from envs.micro.sft import experience_of, referenced_trajectory
-from envs.micro.world import all_vocab, cache_root, fingerprint
-from harness.pretrain import Example, PretrainConfig, encode_conversation, evaluate_loss, pretrain
+from envs.micro.world import cache_root, fingerprint
+from harness.base_corpus import build_base_tokenizer, copy_drills, corpus_stats, encode_corpus, rename_entities
+from harness.pretrain import PretrainConfig, encode_conversation, pretrain
 from lopd.latent import frame_user_message
 
 BASE_VERSION = 1
@@ -140,7 +138,7 @@ def config_key(cfg: BaseModelConfig) -> str:
     h = hashlib.sha256(json.dumps(d, sort_keys=True).encode())
     h.update(f"v{BASE_VERSION}:{fingerprint()}".encode())
     root = Path(__file__).resolve().parent.parent
-    for rel in ("harness/base_model.py", "harness/pretrain.py", "harness/rollout.py",
+    for rel in ("harness/base_model.py", "harness/base_corpus.py", "harness/pretrain.py", "harness/rollout.py",
                 "harness/models/tokenizer.py", "harness/models/tiny.py", "harness/models/chat_template.jinja",
                 "envs/micro/env.py", "envs/micro/expert.py", "envs/micro/sft.py", "lopd/latent.py",
                 "envs/envscaler/env.py", "envs/envscaler/parse.py"):
@@ -196,200 +194,6 @@ def build_corpus(env: MicroEnv, cfg: BaseModelConfig) -> list[dict[str, Any]]:
                       "reference_task_id": traj.reference_task_id, "messages": traj.messages})
     rng.shuffle(items)
     return items
-
-
-_SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"] + ["qua", "shi", "tho", "wen", "xo", "yu"]
-NAME_POOL_SIZE = 480
-"""Pseudo-words that renamed transcripts and copy drills draw from (each one token, see the tokenizer)."""
-
-
-@lru_cache(maxsize=1)
-def name_pool() -> tuple[str, ...]:
-    """``NAME_POOL_SIZE`` distinct pronounceable lowercase pseudo-words of 2-3 syllables, none a word of
-    the world's vocabulary; fixed (seeded), so every corpus and tokenizer shares them."""
-    rng, pool = random.Random("name-pool"), dict.fromkeys(())
-    while len(pool) < NAME_POOL_SIZE:
-        w = "".join(rng.choice(_SYLLABLES) for _ in range(rng.choice((2, 2, 3))))
-        if w not in _vocab_words():
-            pool[w] = None
-    return tuple(pool)
-
-
-def pseudo_word(rng: random.Random, avoid: set[str] | frozenset[str] = frozenset()) -> str:
-    """A random word of :func:`name_pool` not in ``avoid``."""
-    pool = name_pool()
-    while True:
-        w = pool[rng.randrange(len(pool))]
-        if w not in avoid:
-            return w
-
-
-@lru_cache(maxsize=1)
-def _vocab_words() -> frozenset[str]:
-    return frozenset(w.lower() for lst in [FIRST_NAMES, LAST_NAMES, *all_vocab().values()] for e in lst
-                     for w in re.findall(r"[A-Za-z]+", e))
-
-
-def whole_words() -> list[str]:
-    """Words the tokenizer keeps whole (lower and capitalised): the world's vocabulary words (both
-    splits, as a pretrained model knows names) and the pseudo-word pool. A name is then copied as one
-    token per word, tokenised the same after a space, a quote or a dot."""
-    words = sorted(w for w in _vocab_words() | set(name_pool()) if len(w) > 1)
-    words += [w[:1].upper() + w[1:] for w in words]
-    return words + [" " + w for w in words]  # "Gus Ortiz" -> Gus, " Ortiz": the second word follows the first
-
-
-@lru_cache(maxsize=1)
-def _entry_pattern() -> re.Pattern[str]:
-    entries = {e for lst in [FIRST_NAMES, LAST_NAMES, *all_vocab().values()] for e in lst}
-    alt = "|".join(re.escape(e) for e in sorted(entries, key=len, reverse=True))
-    return re.compile(rf"(?i)\b(?:{alt})\b")
-
-
-def rename_entities(messages: list[dict[str, Any]], rng: random.Random) -> list[dict[str, Any]]:
-    """``messages`` with every vocabulary entity replaced by a pseudo-name, the same one wherever it
-    recurs (task text, arguments, results, emails); case follows the original, file extensions stay.
-
-    >>> msgs = rename_entities([{"role": "user", "content": "Ada Park: mail ada.park@x.org"}], random.Random(0))
-    >>> first, last = msgs[0]["content"].split(":")[0].split()
-    >>> msgs[0]["content"].endswith(f"{first.lower()}.{last.lower()}@x.org") and first != "Ada"
-    True
-    """
-    pat = _entry_pattern()
-    mapping: dict[str, str] = {}
-    used: set[str] = set()
-
-    def new_name(entry: str) -> str:
-        stem, dot, ext = entry.partition(".")
-        if dot:  # a file name: keep its extension
-            return f"{new_name(stem)}.{ext}"
-        words = [pseudo_word(rng, used) for _ in stem.split()]
-        used.update(words)  # distinct entities stay distinct
-        return " ".join(words)
-
-    def sub(m: re.Match[str]) -> str:
-        text = m.group(0)
-        key = text.lower()
-        if key not in mapping:
-            mapping[key] = new_name(key)
-        out = mapping[key]
-        if text[:1].isupper():
-            out = " ".join(w[:1].upper() + w[1:] if t[:1].isupper() else w
-                           for w, t in zip(out.split(" "), text.split(" ")))
-        return out
-
-    out = copy.deepcopy(messages)
-    for m in out:
-        if isinstance(m.get("content"), str):
-            m["content"] = pat.sub(sub, m["content"])
-    return out
-
-
-COPY_DRILL_SYSTEM = "Repeat the user's text exactly."
-
-
-def copy_drill(rng: random.Random, words: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
-    """One copy drill: random pseudo-names, ids and words that the assistant repeats verbatim.
-
-    >>> m = copy_drill(random.Random(0))
-    >>> [x["role"] for x in m], m[1]["content"] == m[2]["content"]
-    (['system', 'user', 'assistant'], True)
-    """
-    words = words or name_pool()
-    parts = []
-    for _ in range(rng.randint(2, 6)):
-        r = rng.random()
-        if r < 0.4:
-            parts.append(f"{rng.choice(words).capitalize()} {rng.choice(words).capitalize()}")
-        elif r < 0.75:
-            parts.append(f"{rng.choice('ABCDEFKLMOPRTUV')}{rng.randint(100, 999)}")
-        else:
-            parts.append(rng.choice(words))
-    text = rng.choice([", ", " ", "; "]).join(parts)
-    return [{"role": "system", "content": COPY_DRILL_SYSTEM}, {"role": "user", "content": text},
-            {"role": "assistant", "content": text}]
-
-
-def copy_drills(n: int, seed: int = 0, world_words: bool = False) -> list[list[dict[str, Any]]]:
-    """``n`` copy drills over the pseudo-word pool (and the world's words when ``world_words``)."""
-    rng = random.Random(f"copy-drills:{seed}")
-    words = tuple(sorted(set(name_pool()) | {w for w in _vocab_words() if len(w) > 1})) if world_words else None
-    return [copy_drill(rng, words) for _ in range(n)]
-
-
-def corpus_stats(corpus: list[dict[str, Any]]) -> dict[str, Any]:
-    kinds = Counter(x["kind"] for x in corpus)
-    plain = [x for x in corpus if x["kind"] == "plain"]
-    return {
-        "items": len(corpus), "kinds": dict(kinds),
-        "plain_mean_reward": round(sum(x["reward"] for x in plain) / max(1, len(plain)), 4),
-        "plain_followed_procedure": round(sum(x["mistake"] is None for x in plain) / max(1, len(plain)), 4),
-    }
-
-
-def _entity_pattern() -> re.Pattern[str]:
-    words: set[str] = set()
-    for entries in [FIRST_NAMES, LAST_NAMES, *all_vocab().values()]:
-        for entry in entries:
-            words.update(w for w in re.findall(r"[A-Za-z]+", entry) if len(w) > 1)
-    alt = "|".join(sorted((re.escape(w) for w in words), key=len, reverse=True))
-    return re.compile(rf"(?i)\b(?:{alt})\b")
-
-
-def tokenizer_texts(corpus: list[dict[str, Any]]) -> list[str]:
-    """Corpus text for the BPE: every message (role line, content), with entity words and digits removed."""
-    pat = _entity_pattern()
-    out = []
-    for x in corpus:
-        text = "\n".join(f"{m.get('role')}\n{m.get('content') or ''}" for m in x["messages"])
-        out.append(re.sub(r"\d", "", pat.sub("", text)))
-    return out
-
-
-def build_base_tokenizer(corpus: list[dict[str, Any]], vocab_size: int, whole_word_tokens: bool = False):
-    """The project's tokenizer layout (control tokens first, markup tags last, its chat template,
-    ``<|im_end|>`` as eos, ``<|endoftext|>`` as pad), with BPE merges trained on this corpus.
-
-    Unlike :func:`harness.models.build_tokenizer`, merges may cross punctuation (no GPT-2 regex
-    split; JSON keys and quotes become one token) and every digit is its own token (ids are
-    copied digit by digit): about 30% fewer tokens per transcript. ``whole_word_tokens``: see
-    ``BaseModelConfig.tokenizer`` ("words"); transcripts are then about 55% longer.
-    """
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    from harness.models.tokenizer import CONTROL_TOKENS, ENDOFTEXT, IM_END, IM_START, MARKUP_TOKENS, chat_template
-    from lopd.latent import PLACEHOLDER_TOKEN
-
-    raw = Tokenizer(models.BPE())
-    quotes = [pre_tokenizers.Split(Regex("[\'\"]"), behavior="isolated")] if whole_word_tokens else []
-    raw.pre_tokenizer = pre_tokenizers.Sequence([
-        *quotes,  # a key then tokenises alike in JSON calls and repr results
-        pre_tokenizers.Digits(individual_digits=True),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
-    raw.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, show_progress=False,
-                                  special_tokens=CONTROL_TOKENS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    raw.train_from_iterator(tokenizer_texts(corpus), trainer=trainer)
-    raw.add_tokens([AddedToken(t, special=False, normalized=False) for t in MARKUP_TOKENS])
-    if whole_word_tokens:
-        # single_word would refuse " Ortiz" after "Gus" (it looks at the character before the space)
-        raw.add_tokens([AddedToken(w, special=False, normalized=False, single_word=not w.startswith(" "))
-                        for w in whole_words()])
-        # an id's number (C969) is one token: copied in one step, not digit by digit
-        raw.add_tokens([AddedToken(str(n), special=False, normalized=False) for n in range(100, 1000)])
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=raw, eos_token=IM_END, pad_token=ENDOFTEXT, bos_token=None, unk_token=None,
-        additional_special_tokens=[IM_START, PLACEHOLDER_TOKEN], padding_side="left",
-        clean_up_tokenization_spaces=False, model_max_length=32768,
-    )
-    tok.chat_template = chat_template()
-    return tok
-
-
-def encode_corpus(tokenizer: Any, corpus: list[dict[str, Any]]) -> list[Example]:
-    return [encode_conversation(tokenizer, x["messages"]) for x in corpus]
 
 
 # ---- cache --------------------------------------------------------------------------------------

@@ -8,11 +8,13 @@ import re
 import pytest
 import torch
 
+import harness.base_corpus as bc
 import harness.base_model as bm
+from envs.micro.world import all_vocab
+from harness.base_corpus import build_base_tokenizer, encode_corpus, tokenizer_texts
 from harness.base_model import (
-    BaseModelConfig, base_dir, build_base_tokenizer, build_corpus, config_key, encode_corpus,
-    frame_reference, good_reference, load_or_build_base, make_env, reference_framing,
-    tokenizer_texts,
+    BaseModelConfig, base_dir, build_corpus, config_key, frame_reference, good_reference,
+    load_or_build_base, make_env, reference_framing,
 )
 from harness.models.tokenizer import CONTROL_TOKENS, MARKUP_TOKENS
 from harness.pretrain import PretrainConfig
@@ -80,7 +82,7 @@ def test_corpus_has_both_kinds_and_is_deterministic(world):
 
 def test_renamed_transcripts_replace_every_entity_consistently(world):
     cfg, env, corpus = world
-    pat = bm._entry_pattern()
+    pat = bc._entry_pattern()
     renamed = [x for x in corpus if x["renamed"]]
     assert 0 < len(renamed) < len(corpus)  # rename_fraction=0.8 of 24
     for x in renamed:
@@ -88,19 +90,19 @@ def test_renamed_transcripts_replace_every_entity_consistently(world):
         assert not pat.search(text), pat.search(text)
     # the same original entity gets the same new name everywhere in one transcript
     traj = bm.run_solver(env, "micro_files-train-task_4")
-    msgs = bm.rename_entities(traj.messages, random.Random(3))
+    msgs = bc.rename_entities(traj.messages, random.Random(3))
     user, call = msgs[1]["content"], msgs[2]["content"]
     folder = re.search(r"'([a-z ]+)' folder", user).group(1)
-    assert folder not in {w for ws in bm.all_vocab().values() for w in ws}
+    assert folder not in {w for ws in all_vocab().values() for w in ws}
     assert f'"name": "{folder}"' in call
     assert [m["role"] for m in msgs] == [m["role"] for m in traj.messages]
-    assert bm.rename_entities(traj.messages, random.Random(3)) == msgs
+    assert bc.rename_entities(traj.messages, random.Random(3)) == msgs
 
 
 def test_copy_drills_repeat_random_names_and_ids():
-    drills = bm.copy_drills(50, seed=1)
-    assert drills == bm.copy_drills(50, seed=1) and drills != bm.copy_drills(50, seed=2)
-    pat = bm._entry_pattern()
+    drills = bc.copy_drills(50, seed=1)
+    assert drills == bc.copy_drills(50, seed=1) and drills != bc.copy_drills(50, seed=2)
+    pat = bc._entry_pattern()
     for m in drills:
         assert [x["role"] for x in m] == ["system", "user", "assistant"] and m[1]["content"] == m[2]["content"]
         assert not pat.search(m[1]["content"])  # never a world name: no eval entity leaks in
@@ -139,7 +141,7 @@ def test_words_tokenizer_keeps_names_and_id_numbers_whole_and_alike_in_every_con
     def pieces(text: str) -> list[str]:
         return [tok.decode([i]) for i in tok.encode(text, add_special_tokens=False)]
 
-    name = random.Random(0).choice(bm.name_pool()).capitalize()
+    name = random.Random(0).choice(bc.name_pool()).capitalize()
     assert pieces(f"Ada {name}") == ["Ada", f" {name}"]  # the second word carries its space
     call, result = pieces(f'{{"owner": "Ada {name}", "id": "C943"}}'), pieces(f"{{'owner': 'Ada {name}', 'id': 'C943'}}")
     assert [p.replace('"', "'") for p in call] == result  # keys and values tokenise alike in JSON and repr
@@ -147,7 +149,7 @@ def test_words_tokenizer_keeps_names_and_id_numbers_whole_and_alike_in_every_con
     assert ["C", "943"] == call[call.index("943") - 1:call.index("943") + 1]  # an id's number is one token
     for text in (f"mail {name.lower()}.ada@x.org, 1940 kr", "Adam and Adaline"):
         assert tok.decode(tok.encode(text, add_special_tokens=False)) == text
-    assert bm.copy_drills(5, world_words=True) != bm.copy_drills(5)
+    assert bc.copy_drills(5, world_words=True) != bc.copy_drills(5)
     with pytest.raises(ValueError, match="tokenizer"):
         bm.build_base(small_config(tokenizer="chars"), "/nonexistent")
 
