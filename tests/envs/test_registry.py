@@ -26,5 +26,7 @@ def test_check_env_passes_for_every_registered_id(env_id):
         pytest.skip(str(e))
     try:
         check_env(env.unwrapped, skip_render_check=False)
+    except DataNotFoundError as e:  # data-backed envs load their tasks lazily, at the first reset
+        pytest.skip(str(e))
     finally:
         env.close()
