@@ -18,41 +18,13 @@ from lopd.coldstart import (
 from lopd.composer import Composer
 from lopd.config import ColdStartConfig, ComposerConfig, QFormerConfig
 from lopd.latent import expand_sentinel
+from tiny_models import CharTokenizer, one_thread  # noqa: F401 (autouse fixture)
+from tiny_models import tiny_qwen3 as tiny_backbone
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
 
 NL = 4
 SENTINEL = 1
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-def tiny_backbone(seed=0):
-    from transformers import Qwen3Config, Qwen3ForCausalLM
-
-    torch.manual_seed(seed)
-    cfg = Qwen3Config(
-        vocab_size=64,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        initializer_range=0.1,
-    )
-    return Qwen3ForCausalLM(cfg).eval()
-
-
-class CharTokenizer:
-    def encode(self, text, add_special_tokens=False):
-        return [3 + (ord(c) % 60) for c in text]
 
 
 def make_composer():

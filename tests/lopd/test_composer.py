@@ -9,6 +9,7 @@ import torch
 from lopd.composer import Composer, PerceiverAttention, QFormer, encode_text
 from lopd.config import ComposerConfig, QFormerConfig
 from lopd.latent import inject
+from tiny_models import CharTokenizer, one_thread, tiny_qwen3  # noqa: F401 (autouse fixture)
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
 
@@ -16,32 +17,12 @@ D = 64
 
 
 def tiny_backbone(seed=0):
-    from transformers import Qwen3Config, Qwen3ForCausalLM
-
-    torch.manual_seed(seed)
-    cfg = Qwen3Config(
-        vocab_size=300,
-        hidden_size=D,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        initializer_range=0.1,
-    )
-    return Qwen3ForCausalLM(cfg).eval()
-
-
-class CharTokenizer:
-    """A trivial tokenizer: one id per character (ids 3..298)."""
-
-    def encode(self, text, add_special_tokens=False):
-        return [3 + (ord(c) % 296) for c in text]
+    return tiny_qwen3(vocab=300, hidden=D, seed=seed)
 
 
 def make_composer(n_latents=4, depth=8, **kw):
     cfg = ComposerConfig(qformer=QFormerConfig(n_latents=n_latents, depth=depth), **kw)
-    return Composer(tiny_backbone(), CharTokenizer(), cfg)
+    return Composer(tiny_backbone(), CharTokenizer(300), cfg)
 
 
 # ------------------------------------------------------------------------------------ QFormer
@@ -149,7 +130,7 @@ def test_composer_lora_on_all_projections_and_frozen_backbone():
 
 def test_encode_reads_task_prefix_plus_experience_and_uses_final_norm_hidden_states():
     c = make_composer()
-    tok = CharTokenizer()
+    tok = CharTokenizer(300)
     ids = c.encoder_ids("buy", "did X")
     assert ids == encode_text(tok, "Task to solve:\nbuy\n\nReference past trajectory:\n") + encode_text(
         tok, "did X"
@@ -175,7 +156,7 @@ def test_encode_concatenates_in_retrieval_order_and_is_task_conditional():
         assert not torch.allclose(both[1], singles[0], atol=1e-3)  # same experience, other task
         assert c.encode(["t"], [[]])[0].shape == (0, D)
         plain = make_composer(task_conditional=False)
-        assert plain.encoder_ids("anything", "ab") == encode_text(CharTokenizer(), "ab")
+        assert plain.encoder_ids("anything", "ab") == encode_text(CharTokenizer(300), "ab")
         trunc = make_composer(max_encoder_tokens=5)
         assert len(trunc.encoder_ids("task", "long experience")) == 5
     with pytest.raises(ValueError):
@@ -246,15 +227,6 @@ def test_anchor_snapshot_and_checkpoint_round_trip():
     bad["trainable"].pop(next(iter(bad["trainable"])))
     with pytest.raises(ValueError):
         fresh.load_trainable_state_dict(bad)
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors: one thread avoids oversubscription on the shared 2-core runner."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 def test_anchor_latents_are_cached_per_pair_until_the_anchor_changes(monkeypatch):

@@ -8,31 +8,11 @@ import torch
 import lopd.supervision as S
 from lopd.losses import token_log_probs
 from lopd.supervision import AlignmentError, align_supervision, logits_at, suffix_mask
+from tiny_models import one_thread, tiny_qwen3  # noqa: F401 (autouse fixture)
 
 
 def tiny_lm(vocab=50):
-    from transformers import Qwen3Config, Qwen3ForCausalLM
-
-    torch.manual_seed(0)
-    cfg = Qwen3Config(
-        vocab_size=vocab,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        initializer_range=0.2,
-    )
-    return Qwen3ForCausalLM(cfg).eval()
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+    return tiny_qwen3(vocab=vocab, hidden=32, layers=1, heads=2, kv_heads=1, init=0.2)
 
 
 def test_alignment_of_different_contexts_and_padding():
