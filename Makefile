@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick venv sandbox-image clean
+.PHONY: demo test test-quick venv sandbox-image pin-base clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ test-quick: $(STAMP)
 # docker and a Debian mirror). Skips when the current image is already there; FORCE=1 rebuilds.
 sandbox-image: $(STAMP)
 	bash envs/sandbox/image/build.sh $(PY)
+
+# Rebuild the default micro-world base, measure it and ship it as harness/pinned_base (about 20 CPU minutes).
+pin-base: $(STAMP)
+	$(VENV)/bin/lopd pretrain --pin
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -11,6 +11,7 @@ holds what turns transcripts into trainable text::
 from __future__ import annotations
 
 import copy
+import json
 import random
 import re
 from collections import Counter
@@ -38,9 +39,10 @@ def name_pool() -> tuple[str, ...]:
     return tuple(pool)
 
 
-def pseudo_word(rng: random.Random, avoid: set[str] | frozenset[str] = frozenset()) -> str:
-    """A random word of :func:`name_pool` not in ``avoid``."""
-    pool = name_pool()
+def pseudo_word(rng: random.Random, avoid: set[str] | frozenset[str] = frozenset(),
+                pool: tuple[str, ...] | None = None) -> str:
+    """A random word of ``pool`` (default :func:`name_pool`) not in ``avoid``."""
+    pool = pool or name_pool()
     while True:
         w = pool[rng.randrange(len(pool))]
         if w not in avoid:
@@ -53,11 +55,17 @@ def _vocab_words() -> frozenset[str]:
                      for w in re.findall(r"[A-Za-z]+", e))
 
 
-def whole_words() -> list[str]:
+@lru_cache(maxsize=1)
+def world_vocab_words() -> tuple[str, ...]:
+    """The words (lowercase, two letters or more) of every vocabulary of the world, both splits."""
+    return tuple(sorted(w for w in _vocab_words() if len(w) > 1))
+
+
+def whole_words(pool: bool = True) -> list[str]:
     """Words the tokenizer keeps whole (lower and capitalised): the world's vocabulary words (both
-    splits, as a pretrained model knows names) and the pseudo-word pool. A name is then copied as one
-    token per word, tokenised the same after a space, a quote or a dot."""
-    words = sorted(w for w in _vocab_words() | set(name_pool()) if len(w) > 1)
+    splits, as a pretrained model knows names) and, with ``pool``, the pseudo-word pool. A name is then
+    copied as one token per word, tokenised the same after a space, a quote or a dot."""
+    words = sorted(set(world_vocab_words()) | (set(name_pool()) if pool else set()))
     words += [w[:1].upper() + w[1:] for w in words]
     return words + [" " + w for w in words]  # "Gus Ortiz" -> Gus, " Ortiz": the second word follows the first
 
@@ -69,9 +77,11 @@ def _entry_pattern() -> re.Pattern[str]:
     return re.compile(rf"(?i)\b(?:{alt})\b")
 
 
-def rename_entities(messages: list[dict[str, Any]], rng: random.Random) -> list[dict[str, Any]]:
-    """``messages`` with every vocabulary entity replaced by a pseudo-name, the same one wherever it
-    recurs (task text, arguments, results, emails); case follows the original, file extensions stay.
+def rename_entities(messages: list[dict[str, Any]], rng: random.Random,
+                    pool: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    """``messages`` with every vocabulary entity replaced by words of ``pool`` (default: the pseudo-word
+    pool), the same ones wherever it recurs (task text, arguments, results, emails); case follows the
+    original, file extensions stay.
 
     >>> msgs = rename_entities([{"role": "user", "content": "Ada Park: mail ada.park@x.org"}], random.Random(0))
     >>> first, last = msgs[0]["content"].split(":")[0].split()
@@ -86,7 +96,7 @@ def rename_entities(messages: list[dict[str, Any]], rng: random.Random) -> list[
         stem, dot, ext = entry.partition(".")
         if dot:  # a file name: keep its extension
             return f"{new_name(stem)}.{ext}"
-        words = [pseudo_word(rng, used) for _ in stem.split()]
+        words = [pseudo_word(rng, used, pool) for _ in stem.split()]
         used.update(words)  # distinct entities stay distinct
         return " ".join(words)
 
@@ -133,11 +143,62 @@ def copy_drill(rng: random.Random, words: tuple[str, ...] | None = None) -> list
             {"role": "assistant", "content": text}]
 
 
-def copy_drills(n: int, seed: int = 0, world_words: bool = False) -> list[list[dict[str, Any]]]:
-    """``n`` copy drills over the pseudo-word pool (and the world's words when ``world_words``)."""
+RECALL_DRILL_SYSTEM = "Answer with the values of the keys the user asks for, as JSON."
+
+
+def recall_drill(rng: random.Random, keys: tuple[str, ...], words: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    """One key-value recall drill: the user gives pairs (as a JSON call or a Python repr result writes
+    them) and asks for some keys; the assistant answers with those pairs in JSON. It is the copy the
+    world needs: a value found after its key, then written after the same key.
+
+    >>> m = recall_drill(random.Random(1), ("owner", "reason", "title", "day"))
+    >>> import json; answer = json.loads(m[2]["content"])
+    >>> all(f'{k}": {json.dumps(v)}' in m[1]["content"].replace("'", '"') for k, v in answer.items())
+    True
+    """
+    words = words or name_pool()
+
+    def value() -> Any:
+        r = rng.random()
+        if r < 0.45:
+            return " ".join(rng.choice(words).capitalize() for _ in range(rng.choice((1, 2, 2))))
+        if r < 0.8:
+            return f"{rng.choice('ABCDEFKLMOPRTUV')}{rng.randint(100, 999)}"
+        return rng.randint(1, 999)
+
+    chosen = rng.sample(keys, min(len(keys), rng.randint(2, 5)))
+    pairs = {k: value() for k in chosen}
+    given = repr(pairs) if rng.random() < 0.5 else json.dumps(pairs, ensure_ascii=False)
+    asked = rng.sample(chosen, rng.randint(1, len(chosen)))
+    return [{"role": "system", "content": RECALL_DRILL_SYSTEM},
+            {"role": "user", "content": f"{given}\nGive {', '.join(asked)}."},
+            {"role": "assistant", "content": json.dumps({k: pairs[k] for k in asked}, ensure_ascii=False)}]
+
+
+def copy_drills(n: int, seed: int = 0, world_words: bool = False, keys: tuple[str, ...] = (),
+                pool: bool = True) -> list[list[dict[str, Any]]]:
+    """``n`` copy drills over the pseudo-word pool (and the world's words when ``world_words``; only
+    those when ``pool`` is False); with ``keys``, every other one is a :func:`recall_drill` over them."""
     rng = random.Random(f"copy-drills:{seed}")
-    words = tuple(sorted(set(name_pool()) | {w for w in _vocab_words() if len(w) > 1})) if world_words else None
-    return [copy_drill(rng, words) for _ in range(n)]
+    words = tuple(sorted(set(name_pool() if pool else ()) | set(world_vocab_words()))) if world_words else None
+    return [recall_drill(rng, keys, words) if keys and i % 2 else copy_drill(rng, words) for i in range(n)]
+
+
+_KEY = re.compile(r"""(["'])(\w+)\1: """)
+
+
+def corpus_keys(corpus: list[dict[str, Any]], min_count: int = 2) -> tuple[str, ...]:
+    """Dict keys written in the corpus's calls and results (``"owner": ``, ``'account_id': ``)."""
+    counts = Counter(m.group(2) for x in corpus for msg in x["messages"]
+                     for m in _KEY.finditer(str(msg.get("content") or "")))
+    return tuple(sorted(k for k, c in counts.items() if c >= min_count))
+
+
+def key_tokens(keys: tuple[str, ...]) -> list[str]:
+    """One token per key as JSON and repr write it, with and without the value's opening quote:
+    ``"owner": "``, ``"owner": ``, ``'owner': '``, ``'owner': ``. A value then follows the same single
+    token wherever its key is written, so copying it is one induction step."""
+    return [f"{q}{k}{q}: {v}" for k in keys for q in "\"'" for v in (q, "")]
 
 
 def corpus_stats(corpus: list[dict[str, Any]]) -> dict[str, Any]:
@@ -169,14 +230,17 @@ def tokenizer_texts(corpus: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def build_base_tokenizer(corpus: list[dict[str, Any]], vocab_size: int, whole_word_tokens: bool = False):
+def build_base_tokenizer(corpus: list[dict[str, Any]], vocab_size: int, whole_word_tokens: bool = False,
+                         keys: tuple[str, ...] = (), pool: bool = True):
     """The project's tokenizer layout (control tokens first, markup tags last, its chat template,
     ``<|im_end|>`` as eos, ``<|endoftext|>`` as pad), with BPE merges trained on this corpus.
 
     Unlike :func:`harness.models.build_tokenizer`, merges may cross punctuation (no GPT-2 regex
     split; JSON keys and quotes become one token) and every digit is its own token (ids are
     copied digit by digit): about 30% fewer tokens per transcript. ``whole_word_tokens``: see
-    ``BaseModelConfig.tokenizer`` ("words"); transcripts are then about 55% longer.
+    ``BaseModelConfig.tokenizer`` ("words"); transcripts are then about 55% longer. ``keys``: dict keys
+    that get one token each (:func:`key_tokens`). ``pool``: the pseudo-word pool's words are whole tokens
+    too (with ``whole_word_tokens``).
     """
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -199,9 +263,10 @@ def build_base_tokenizer(corpus: list[dict[str, Any]], vocab_size: int, whole_wo
     if whole_word_tokens:
         # single_word would refuse " Ortiz" after "Gus" (it looks at the character before the space)
         raw.add_tokens([AddedToken(w, special=False, normalized=False, single_word=not w.startswith(" "))
-                        for w in whole_words()])
+                        for w in whole_words(pool)])
         # an id's number (C969) is one token: copied in one step, not digit by digit
         raw.add_tokens([AddedToken(str(n), special=False, normalized=False) for n in range(100, 1000)])
+    raw.add_tokens([AddedToken(t, special=False, normalized=False) for t in key_tokens(keys)])
     tok = PreTrainedTokenizerFast(
         tokenizer_object=raw, eos_token=IM_END, pad_token=ENDOFTEXT, bos_token=None, unk_token=None,
         additional_special_tokens=[IM_START, PLACEHOLDER_TOKEN], padding_side="left",

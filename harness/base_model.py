@@ -42,7 +42,8 @@ from envs.micro.env import MicroEnv
 from envs.micro.expert import noisy_expert, run_solver
 from envs.micro.sft import experience_of, referenced_trajectory
 from envs.micro.world import cache_root, fingerprint
-from harness.base_corpus import build_base_tokenizer, copy_drills, corpus_stats, encode_corpus, rename_entities
+from harness.base_corpus import (build_base_tokenizer, copy_drills, corpus_keys, corpus_stats, encode_corpus,
+                                 rename_entities, world_vocab_words)
 from harness.pretrain import PretrainConfig, encode_conversation, pretrain
 from lopd.latent import frame_user_message
 
@@ -101,6 +102,10 @@ class BaseModelConfig:
     consistently within the transcript, by random pseudo-words. The world has only a few dozen
     train names, which a tiny model memorises instead of learning to copy; renamed transcripts
     make copying the only way to predict them, so held-out names work too."""
+    rename_pool: str = "pseudo"
+    """Words renamed entities get: "pseudo" (the fixed pool of 480 pseudo-words) or "world" (the
+    world's own vocabulary words, both splits, as a pretrained model knows names: fewer, more frequent
+    tokens; the pool is then left out of the tokenizer and the drills)."""
     n_copy_drills: int = 24000
     """Copy drills fitted before the world corpus (one epoch): a user message of random pseudo-names
     and ids that the assistant repeats. They grow the induction (copy) circuits that reading ids
@@ -118,6 +123,10 @@ class BaseModelConfig:
     an id's three-digit number is one token, quotes are split off (a key tokenises alike in JSON
     calls and repr results), and the copy drills also draw from the world's words (so their tokens
     are trained). An experiment towards copying; see RESULTS.md, "Micro-world base model"."""
+    key_tokens: bool = False
+    """One token per dict key as calls and results write it (``"owner": "``, ``'account_id': '``), and
+    half of the copy drills become key-value recall drills over those keys: copying a value from
+    after its key is then one induction step. An experiment towards copying (RESULTS.md)."""
     preset: str = "1m"
     """Tiny model preset (harness.models.PRESETS)."""
     rope_theta: float = 10000.0
@@ -172,6 +181,9 @@ def build_corpus(env: MicroEnv, cfg: BaseModelConfig) -> list[dict[str, Any]]:
     Each item: {kind: "plain" | "referenced", task_id, domain, template, reward, mistake,
     reference_task_id, messages}.
     """
+    if cfg.rename_pool not in ("pseudo", "world"):
+        raise ValueError(f"rename_pool must be 'pseudo' or 'world', not {cfg.rename_pool!r}")
+    pool = None if cfg.rename_pool == "pseudo" else world_vocab_words()
     rng = random.Random(f"base-corpus:{cfg.corpus_seed}")
     tasks = [t.task_id for t in env.all_tasks() if t.split == "train"]
     if not tasks:
@@ -188,7 +200,7 @@ def build_corpus(env: MicroEnv, cfg: BaseModelConfig) -> list[dict[str, Any]]:
             kind = "referenced"
         renamed = rng.random() < cfg.rename_fraction
         if renamed:
-            traj.messages = rename_entities(traj.messages, rng)
+            traj.messages = rename_entities(traj.messages, rng, pool)
         items.append({"kind": kind, "renamed": renamed, "task_id": traj.task_id, "domain": traj.domain, "template": traj.template,
                       "reward": traj.reward, "mistake": traj.mistake,
                       "reference_task_id": traj.reference_task_id, "messages": traj.messages})
@@ -239,7 +251,9 @@ def build_base(cfg: BaseModelConfig, out_dir: str | os.PathLike, *, progress: bo
     if cfg.tokenizer not in ("bpe", "words"):
         raise ValueError(f"tokenizer must be 'bpe' or 'words', not {cfg.tokenizer!r}")
     words = cfg.tokenizer == "words"
-    tok = build_base_tokenizer(corpus, cfg.vocab_size, whole_word_tokens=words)
+    pool = cfg.rename_pool == "pseudo"
+    keys = corpus_keys(corpus) if cfg.key_tokens else ()
+    tok = build_base_tokenizer(corpus, cfg.vocab_size, whole_word_tokens=words, keys=keys, pool=pool)
     examples = encode_corpus(tok, corpus)
     t_tok = time.perf_counter() - t0 - t_corpus
     lengths = sorted(len(e) for e in examples)
@@ -252,7 +266,7 @@ def build_base(cfg: BaseModelConfig, out_dir: str | os.PathLike, *, progress: bo
     pcfg.progress = pcfg.progress and progress
     drill = None
     if cfg.n_copy_drills > 0:
-        drills = [encode_conversation(tok, m) for m in copy_drills(cfg.n_copy_drills, cfg.corpus_seed, words)]
+        drills = [encode_conversation(tok, m) for m in copy_drills(cfg.n_copy_drills, cfg.corpus_seed, words, keys, pool)]
         dcfg = copy.deepcopy(pcfg)
         dcfg.epochs, dcfg.context_weight, dcfg.min_lr_ratio = 1.0, 0.0, 1.0
         dcfg.batch_tokens = min(dcfg.batch_tokens, 512)  # short sequences: more, smaller steps
@@ -261,14 +275,14 @@ def build_base(cfg: BaseModelConfig, out_dir: str | os.PathLike, *, progress: bo
                        f"loss {drill.summary()['loss_first']} -> {drill.summary()['loss_last']}")
     fit = examples
     if cfg.mixed_drills > 0:
-        fit = examples + [encode_conversation(tok, m) for m in copy_drills(cfg.mixed_drills, cfg.corpus_seed + 1, words)]
+        fit = examples + [encode_conversation(tok, m) for m in copy_drills(cfg.mixed_drills, cfg.corpus_seed + 1, words, keys, pool)]
     result = pretrain(model, fit, pcfg, pad_id=tok.pad_token_id)
     _log(progress, f"[base] pretrained {result.steps} steps in {result.seconds:.1f}s: "
                    f"loss {result.summary()['loss_first']} -> {result.summary()['loss_last']}")
     out = Path(out_dir)
     save_pretrained(model, tok, out)
     info = {
-        "version": BASE_VERSION, "key": config_key(cfg), "config": _plain(cfg),
+        "version": BASE_VERSION, "key": config_key(cfg), "config": _plain(cfg), "world_fingerprint": fingerprint(),
         "parameters": n_params, "vocab": len(tok), "corpus": corpus_stats(corpus),
         "sequence_tokens": {"min": lengths[0], "median": lengths[len(lengths) // 2], "max": lengths[-1],
                             "total": sum(lengths)},
@@ -294,15 +308,22 @@ def load_or_build_base(cfg: BaseModelConfig | dict[str, Any] | None = None, *,
     """``(model, tokenizer, info)`` of the base of ``cfg``: loaded from the cache, built on a miss.
 
     ``info`` is the build record (config, corpus stats, losses, timings) plus ``path`` and
-    ``cached`` (True when this call loaded an existing build). The build is atomic (a temp folder,
+    ``cached`` (True when this call loaded an existing build). On a cache miss the pinned base
+    (:mod:`harness.pinned_base`) is copied into the cache when it was made from ``cfg`` for this
+    world (``info["pinned"]``); otherwise the base is built. The build is atomic (a temp folder,
     then a rename), so parallel callers are safe; the loser of a race loads the winner's copy.
     """
+    from harness import pinned_base
     from harness.models import load_model
 
     cfg = _as_config(cfg)
     target = base_dir(cfg, cache_dir)
     cached = (target / "base_info.json").is_file()
-    if not cached:
+    pinned = not cached and pinned_base.stale_reason(_plain(cfg)) is None
+    if pinned:
+        _log(progress, f"[base] no cached base; copying the pinned one ({pinned_base.PINNED_DIR})")
+        pinned_base.copy_pinned(target)
+    elif not cached:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
         try:
@@ -317,7 +338,7 @@ def load_or_build_base(cfg: BaseModelConfig | dict[str, Any] | None = None, *,
                 shutil.rmtree(tmp, ignore_errors=True)
     model, tok = load_model(target)
     info = json.loads((target / "base_info.json").read_text(encoding="utf-8"))
-    info.update(path=str(target), cached=cached)
+    info.update(path=str(target), cached=cached, pinned=pinned)
     return model, tok, info
 
 

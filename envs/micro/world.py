@@ -9,10 +9,16 @@ tasks never changes the earlier ones). Task ``i`` belongs to domain ``i % 6``.
 
 Scenario records carry two fields beyond EnvScaler's: ``split`` ("train" or "eval") and ``micro``
 ({domain, template, params}: what the scripted solvers read; never ids).
+
+A task's text ends with a ``Values:`` line: the arguments the task text supplies, written as they
+appear in a call (``"owner": "Gus Ortiz", "reason": "lost card"``). The procedure, the order of the
+calls and every id stay for the agent to find; only copying a name out of free prose is taken away,
+which a tiny model cannot learn in a CPU budget (benchmarks/RESULTS.md, "Micro-world base model").
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import inspect
 import json
@@ -27,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from envs.micro.domains import DOMAINS
-from envs.micro.domains.base import Domain, split_vocab
+from envs.micro.domains.base import Domain, TaskSpec, split_vocab
 from envs.tools import function_schema
 
-WORLD_VERSION = 1
+WORLD_VERSION = 2
 DEFAULT_N_TRAIN = 600
 DEFAULT_N_EVAL = 120
 CACHE_ENV_VAR = "LOPD_CACHE_DIR"
@@ -79,15 +85,44 @@ def env_record(domain: Domain) -> dict[str, Any]:
     }
 
 
+def text_values(domain: Domain, spec: TaskSpec) -> list[tuple[str, Any]]:
+    """(argument, value) pairs the correct procedure passes whose values come from the task text
+    (its params), in call order and without repeats; ids read from results are left out."""
+    state = copy.deepcopy(spec.init_config)
+    env = domain.env_class(copy.deepcopy(state))
+    for k, v in state.items():  # as EnvScaler applies init_config
+        setattr(env, k, v)
+    given = list(spec.params.values())
+    pairs: list[tuple[str, Any]] = []
+    solver = domain.solve(spec.params, None)
+    try:
+        name, args = next(solver)
+        while True:
+            pairs += [(k, v) for k, v in args.items() if v in given and (k, v) not in pairs]
+            name, args = solver.send(getattr(env, name)(**args))
+    except StopIteration:
+        return pairs
+
+
+def values_line(pairs: list[tuple[str, Any]]) -> str:
+    """``Values: "owner": "Gus Ortiz", "amount": 120.``: each pair exactly as a JSON call writes it.
+
+    >>> values_line([("owner", "Gus Ortiz"), ("amount", 120)])
+    'Values: "owner": "Gus Ortiz", "amount": 120.'
+    """
+    return "Values: " + ", ".join(json.dumps({k: v}, ensure_ascii=False)[1:-1] for k, v in pairs) + "."
+
+
 def scenario(domain: Domain, seed: int, split: str, i: int, vocab) -> dict[str, Any]:
     rng = random.Random(f"micro:{seed}:{split}:{i}")
     spec = domain.make_task(rng, vocab)
+    text = f"{spec.text}\n{values_line(text_values(domain, spec))}"
     return {
         "env_id": domain.env_id,
         "env_class_name": domain.env_class.__name__,
         "task_id": f"{domain.env_id}-{split}-task_{i}",
         "init_config": spec.init_config,
-        "task": spec.text,
+        "task": text,
         "checklist": [c["check_item"] for c in spec.checklist],
         "checklist_with_func": spec.checklist,
         "split": split,

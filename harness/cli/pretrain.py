@@ -4,6 +4,7 @@
     lopd pretrain n_plain=600 pretrain.epochs=1     # BaseModelConfig overrides (key=value)
     lopd pretrain --eval-tasks 60 --json out.json   # fewer eval tasks; write the numbers as JSON
     lopd pretrain --no-eval                         # build or load only
+    lopd pretrain --pin                             # then make it the pinned base (harness/pinned_base)
 
 It prints the two numbers self-distillation depends on: the mean reward on held-out eval tasks
 without context, and with a good reference in the privileged-context framing.
@@ -26,6 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="sampling and reference-choice seed")
     p.add_argument("--no-eval", action="store_true", help="build or load the base, do not roll it out")
     p.add_argument("--json", metavar="FILE", help="also write the build info and the scores as JSON")
+    p.add_argument("--pin", action="store_true",
+                   help="copy the base into harness/pinned_base, which a fresh clone then loads instead of training")
     p.set_defaults(func=_run)
 
 
@@ -38,7 +41,8 @@ def _run(args: argparse.Namespace) -> int:
 
     cfg = load_config(BaseModelConfig, args.config, list(args.overrides))
     model, tok, info = load_or_build_base(cfg, cache_dir=args.cache_dir)
-    how = "loaded from the cache" if info["cached"] else f"built in {info['seconds']['total']:.0f}s"
+    how = ("copied from the pinned base" if info.get("pinned") else "loaded from the cache" if info["cached"]
+           else f"built in {info['seconds']['total']:.0f}s")
     pre = info["pretrain"]
     print(f"base model: {info['path']} ({how})")
     print(f"  {info['parameters']:,} parameters, vocab {info['vocab']}; corpus {info['corpus']['kinds']}; "
@@ -60,4 +64,8 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  {cond:>14}: {per}")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    if args.pin:
+        from harness.pinned_base import pin
+
+        print(f"pinned: {pin(info['path'])}")
     return 0

@@ -94,9 +94,23 @@ def test_renamed_transcripts_replace_every_entity_consistently(world):
     user, call = msgs[1]["content"], msgs[2]["content"]
     folder = re.search(r"'([a-z ]+)' folder", user).group(1)
     assert folder not in {w for ws in all_vocab().values() for w in ws}
-    assert f'"name": "{folder}"' in call
+    assert f'"folder": "{folder}"' in call
     assert [m["role"] for m in msgs] == [m["role"] for m in traj.messages]
     assert bc.rename_entities(traj.messages, random.Random(3)) == msgs
+
+
+def test_rename_pool_world_draws_the_worlds_own_words(world):
+    _, env, _ = world
+    cfg = small_config(rename_pool="world", rename_fraction=1.0)
+    corpus = build_corpus(env, cfg)
+    words = set(bc.world_vocab_words())
+    for x in corpus[:6]:
+        user = x["messages"][1]["content"]
+        values = re.findall(r'": "([^"@]+)"', user.rsplit("\n", 1)[-1])
+        assert all(w.lower() in words for w in values[0].split()), user  # a person or a folder
+    assert bc.copy_drills(6, world_words=True, pool=False) != bc.copy_drills(6, world_words=True)
+    with pytest.raises(ValueError, match="rename_pool"):
+        build_corpus(env, small_config(rename_pool="names"))
 
 
 def test_copy_drills_repeat_random_names_and_ids():
@@ -152,6 +166,39 @@ def test_words_tokenizer_keeps_names_and_id_numbers_whole_and_alike_in_every_con
     assert bc.copy_drills(5, world_words=True) != bc.copy_drills(5)
     with pytest.raises(ValueError, match="tokenizer"):
         bm.build_base(small_config(tokenizer="chars"), "/nonexistent")
+
+
+def test_key_tokens_put_a_value_after_the_same_token_in_the_task_text_and_the_call(world):
+    _, env, corpus = world
+    keys = bc.corpus_keys(corpus)
+    assert {"owner", "customer", "account_id", "reason"} <= set(keys)
+    tok = build_base_tokenizer(corpus, 400, whole_word_tokens=True, keys=keys)
+
+    def pieces(text: str) -> list[str]:
+        return [tok.decode([i]) for i in tok.encode(text, add_special_tokens=False)]
+
+    traj = bm.run_solver(env, "micro_bank-train-task_1")  # freeze: lookup_accounts(owner) first
+    task, call = pieces(traj.messages[1]["content"]), pieces(traj.messages[2]["content"])
+    owner = traj.calls[0][1]["owner"]
+    k = call.index('"owner": "')
+    assert task[task.index('"owner": "') + 1] == call[k + 1] == owner.split()[0]  # one induction step
+    result = pieces(traj.messages[3]["content"])
+    assert "'account_id': '" in result and '"amount": ' in pieces('{"amount": 120}')
+    assert tok.decode(tok.encode(traj.messages[3]["content"], add_special_tokens=False)) == traj.messages[3]["content"]
+
+
+def test_recall_drills_answer_the_asked_keys_with_the_given_values():
+    keys = ("owner", "reason", "account_id", "title")
+    drills = bc.copy_drills(40, seed=3, keys=keys)
+    assert drills == bc.copy_drills(40, seed=3, keys=keys)
+    recall = [m for m in drills if m[0]["content"] == bc.RECALL_DRILL_SYSTEM]
+    assert len(recall) == 20
+    for m in recall:
+        given = m[1]["content"].split("\n")[0]
+        asked = json.loads(m[2]["content"])
+        pairs = json.loads(given) if given.startswith('{"') else __import__("ast").literal_eval(given)
+        assert asked and all(pairs[k] == v for k, v in asked.items())
+        assert m[1]["content"].endswith(f"Give {', '.join(asked)}.")
 
 
 def test_good_reference_is_a_successful_other_train_task_of_the_same_procedure(world):

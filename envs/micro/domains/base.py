@@ -5,7 +5,7 @@ task generator (template + entities drawn from the split's vocabularies -> init_
 and a checklist of ``check_func`` sources), and a scripted solver written as a generator::
 
     def solve(p, mistake=None):
-        r = yield "find_customer", {"name": p["customer"]}   # r: the tool's result, parsed
+        r = yield "find_customer", {"customer": p["customer"]}   # r: the tool's result, parsed
         cid = r["data"][0]["customer_id"]                     # data dependency: id read from a result
         ...
 

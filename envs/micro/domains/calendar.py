@@ -19,15 +19,15 @@ class CalendarSystem:
         self.next_event_no: int = 1
         self.init_config = init_config
 
-    def find_person(self, name: str) -> dict:
+    def find_person(self, person: str) -> dict:
         """Find a person by full name, with their scheduled events.
 
         Args:
-            name: The person's full name.
+            person: The person's full name.
         """
         found = []
         for p in self.people.values():
-            if p["name"] == name:
+            if p["name"] == person:
                 evs = [
                     {"event_id": e["event_id"], "title": e["title"], "day": e["day"], "slot": e["slot"]}
                     for e in self.events.values()
@@ -35,7 +35,7 @@ class CalendarSystem:
                 ]
                 found.append({"person_id": p["person_id"], "name": p["name"], "events": evs})
         if not found:
-            return {"success": False, "error": f"no person named {name}"}
+            return {"success": False, "error": f"no person named {person}"}
         return {"success": True, "data": found}
 
     def find_free_room(self, day: str, slot: str, min_capacity: int) -> dict:
@@ -252,7 +252,7 @@ def make_task(rng: random.Random, v: Vocab) -> TaskSpec:
 
 
 def solve(p: dict[str, Any], mistake: str | None = None):
-    r = yield "find_person", {"name": p["person"]}
+    r = yield "find_person", {"person": p["person"]}
     person = first_data(r)
     if "seats" not in p:  # cancel
         ev = next(

@@ -17,15 +17,15 @@ class FileSystem:
         self.next_file_no: int = 1
         self.init_config = init_config
 
-    def find_folder(self, name: str) -> dict:
+    def find_folder(self, folder: str) -> dict:
         """Find a folder by name.
 
         Args:
-            name: The folder name.
+            folder: The folder name.
         """
-        found = [dict(f) for f in self.folders.values() if f["name"] == name]
+        found = [dict(f) for f in self.folders.values() if f["name"] == folder]
         if not found:
-            return {"success": False, "error": f"no folder named {name}"}
+            return {"success": False, "error": f"no folder named {folder}"}
         return {"success": True, "data": found}
 
     def list_folder(self, folder_id: str) -> dict:
@@ -217,11 +217,11 @@ def make_task(rng: random.Random, v: Vocab) -> TaskSpec:
 
 def solve(p: dict[str, Any], mistake: str | None = None):
     folder = p["other"] if mistake == "wrong_folder" else p["source"]
-    r = yield "find_folder", {"name": folder}
+    r = yield "find_folder", {"folder": folder}
     r = yield "list_folder", {"folder_id": first_data(r)["folder_id"]}
     fid = next(f["file_id"] for f in r["data"] if f["name"] == p["file"])
     if "dest" in p and mistake != "share_only":
-        r = yield "find_folder", {"name": p["dest"]}
+        r = yield "find_folder", {"folder": p["dest"]}
         if mistake == "compress_instead":
             yield "compress_file", {"file_id": fid}
         else:

@@ -20,15 +20,15 @@ class LibrarySystem:
         self.max_loans: int = 1
         self.init_config = init_config
 
-    def find_member(self, name: str) -> dict:
+    def find_member(self, member: str) -> dict:
         """Find a library member by full name.
 
         Args:
-            name: The member's full name.
+            member: The member's full name.
         """
-        found = [dict(m) for m in self.members.values() if m["name"] == name]
+        found = [dict(m) for m in self.members.values() if m["name"] == member]
         if not found:
-            return {"success": False, "error": f"no member named {name}"}
+            return {"success": False, "error": f"no member named {member}"}
         return {"success": True, "data": found}
 
     def list_loans(self, member_id: str) -> dict:
@@ -213,7 +213,7 @@ def make_task(rng: random.Random, v: Vocab) -> TaskSpec:
 
 
 def solve(p: dict[str, Any], mistake: str | None = None):
-    r = yield "find_member", {"name": p["member"]}
+    r = yield "find_member", {"member": p["member"]}
     mid = first_data(r)["member_id"]
     if "return" in p and mistake != "checkout_first":
         r = yield "list_loans", {"member_id": mid}

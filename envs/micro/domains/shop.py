@@ -18,15 +18,15 @@ class ShopSystem:
         self.next_order_no: int = 1
         self.init_config = init_config
 
-    def find_customer(self, name: str) -> dict:
+    def find_customer(self, customer: str) -> dict:
         """Find a customer by full name, with their orders.
 
         Args:
-            name: The customer's full name.
+            customer: The customer's full name.
         """
         found = []
         for c in self.customers.values():
-            if c["name"] == name:
+            if c["name"] == customer:
                 orders = [
                     {
                         "order_id": o["order_id"],
@@ -38,7 +38,7 @@ class ShopSystem:
                 ]
                 found.append({"customer_id": c["customer_id"], "name": c["name"], "orders": orders})
         if not found:
-            return {"success": False, "error": f"no customer named {name}"}
+            return {"success": False, "error": f"no customer named {customer}"}
         return {"success": True, "data": found}
 
     def search_products(self, query: str) -> dict:
@@ -232,7 +232,7 @@ def make_task(rng: random.Random, v: Vocab) -> TaskSpec:
 
 
 def solve(p: dict[str, Any], mistake: str | None = None):
-    r = yield "find_customer", {"name": p["customer"]}
+    r = yield "find_customer", {"customer": p["customer"]}
     cust = first_data(r)
     if "quantity" not in p:  # cancel
         wanted = [o for o in cust["orders"] if (o["product"] == p["product"]) != (mistake == "wrong_order")]

@@ -18,15 +18,15 @@ class TravelSystem:
         self.next_booking_no: int = 1
         self.init_config = init_config
 
-    def find_traveler(self, name: str) -> dict:
+    def find_traveler(self, traveler: str) -> dict:
         """Find a traveller by full name, with their bookings.
 
         Args:
-            name: The traveller's full name.
+            traveler: The traveller's full name.
         """
         found = []
         for t in self.travelers.values():
-            if t["name"] == name:
+            if t["name"] == traveler:
                 bks = []
                 for b in self.bookings.values():
                     if b["traveler_id"] == t["traveler_id"] and b["status"] != "cancelled":
@@ -41,7 +41,7 @@ class TravelSystem:
                         )
                 found.append({"traveler_id": t["traveler_id"], "name": t["name"], "bookings": bks})
         if not found:
-            return {"success": False, "error": f"no traveller named {name}"}
+            return {"success": False, "error": f"no traveller named {traveler}"}
         return {"success": True, "data": found}
 
     def search_flights(self, origin: str, destination: str, day: str) -> dict:
@@ -227,7 +227,7 @@ def make_task(rng: random.Random, v: Vocab) -> TaskSpec:
 
 
 def solve(p: dict[str, Any], mistake: str | None = None):
-    r = yield "find_traveler", {"name": p["traveler"]}
+    r = yield "find_traveler", {"traveler": p["traveler"]}
     trav = first_data(r)
     if "origin" not in p:  # cancel
         bk = next(

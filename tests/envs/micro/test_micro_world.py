@@ -109,6 +109,24 @@ def test_expert_scores_one_on_every_task_with_short_dependent_procedures(env):
         ), task.task_id
 
 
+def test_task_text_ends_with_the_values_it_supplies_as_the_calls_write_them(env):
+    for task in env.all_tasks():
+        prose, values = task.prompt.rsplit("\n", 1)
+        assert values.startswith("Values: ") and values.endswith("."), task.task_id
+        traj = run_solver(env, task.task_id)
+        calls = "".join(json.dumps(args, ensure_ascii=False) for _, args, _ in traj.calls)
+        results = "".join(r for _, _, r in traj.calls)
+        params = task.data["scenario"]["micro"]["params"].values()
+        pairs = values[len("Values: "):-1]
+        for pair in re.findall(r'"\w+": (?:"[^"]*"|\d+)', pairs):
+            assert pair in calls, (task.task_id, pair)   # written exactly as the call writes it
+            value = json.loads("{" + pair + "}")
+            assert list(value.values())[0] in params  # from the task, never an id from a result
+        assert pairs.count('": ') == len(re.findall(r'"\w+": (?:"[^"]*"|\d+)', pairs)), task.task_id
+        assert '"customer": ' in pairs or "micro_shop" not in task.task_id
+        assert not any(re.fullmatch(r"[A-Z]+\d+", v) and v in results for v in re.findall(r'"([^"]*)"', pairs))
+
+
 def test_every_mistake_scores_less_and_partial_credit_exists(env):
     partial = {name: False for name in DOMAINS}
     for task in env.all_tasks()[:60]:
