@@ -368,8 +368,13 @@ class EvalConfig:
     """Eval tasks (the first n of the eval split; 0 or more than exist: all)."""
     samples: int = 1
     """Episodes per task and condition."""
-    temperature: float = 1.0
-    """Sampling temperature (1.0: the policy as RL samples it)."""
+    temperature: float = 0.7
+    """Sampling temperature; the defaults here are the learners' rollout sampling (TrainConfig.sampling),
+    so the numbers are the policy as RL samples it."""
+    top_p: float = 0.95
+    """Nucleus sampling mass."""
+    top_k: int = 20
+    """Top-k cut (-1: off, as in SamplingParams)."""
     max_new_tokens: int = 96
     """Tokens per assistant turn."""
     max_turns: int = 8
@@ -427,7 +432,8 @@ def evaluate_base(model: Any, tokenizer: Any, cfg: BaseModelConfig | dict[str, A
                     msgs[1]["content"] = frame_reference(str(msgs[1]["content"]), refs[next(queue)])
                     return render_prompt(tokenizer, msgs), None
 
-                sampling = SamplingParams(temperature=ecfg.temperature, max_new_tokens=ecfg.max_new_tokens,
+                sampling = SamplingParams(temperature=ecfg.temperature, top_p=ecfg.top_p, top_k=ecfg.top_k,
+                                          max_new_tokens=ecfg.max_new_tokens,
                                           seed=ecfg.seed * 7919 + start)
                 trajs = rollout(envs[: len(chunk)], engine, tokenizer, sampling=sampling, config=rcfg,
                                 options=[{"task_id": tid} for tid in chunk],
@@ -453,5 +459,5 @@ def evaluate_base(model: Any, tokenizer: Any, cfg: BaseModelConfig | dict[str, A
         "per_domain": {c: {d: mean(v) for d, v in sorted(ds.items())} for c, ds in per_domain.items()},
         "mean_turns": {c: mean([float(x) for x in v]) for c, v in turns.items()},
         "episodes": {c: len(v) for c, v in rewards.items()}, "tasks": len(tasks),
-        "temperature": ecfg.temperature, "seconds": round(time.perf_counter() - t0, 2),
+        "temperature": ecfg.temperature, "top_p": ecfg.top_p, "top_k": ecfg.top_k, "seconds": round(time.perf_counter() - t0, 2),
     }

@@ -23,7 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--cache-dir", default=None, help="cache root (default $LOPD_CACHE_DIR or ~/.cache/lopd)")
     p.add_argument("--eval-tasks", type=int, default=120, help="held-out tasks to roll out (0: all)")
     p.add_argument("--samples", type=int, default=1, help="episodes per task and condition")
-    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature of the rollouts")
+    p.add_argument("--temperature", type=float, default=0.7,
+                   help="sampling temperature of the rollouts (top-p 0.95, top-k 20: the learners' sampling)")
     p.add_argument("--seed", type=int, default=0, help="sampling and reference-choice seed")
     p.add_argument("--no-eval", action="store_true", help="build or load the base, do not roll it out")
     p.add_argument("--json", metavar="FILE", help="also write the build info and the scores as JSON")
