@@ -71,6 +71,8 @@ class BasePretrainConfig(PretrainConfig):
     """:class:`harness.pretrain.PretrainConfig` with the base model's defaults (as class defaults, so a
     ``pretrain.<field>=...`` override keeps the others)."""
 
+    epochs: float = 3.0
+    """Passes over the world corpus (and the mixed drills)."""
     batch_tokens: int = 1024
     """Most padded tokens in one batch (batch size x longest sequence)."""
     context_weight: float = 0.3
@@ -89,9 +91,9 @@ class BaseModelConfig:
     """Held-out eval tasks (disjoint entities)."""
     prompt: str = "compact"
     """System prompt of the env: "compact" (summary + tool signatures) or "full" (authors + tools JSON)."""
-    n_plain: int = 800
+    n_plain: int = 1600
     """Noisy-expert trajectories in the corpus."""
-    n_referenced: int = 400
+    n_referenced: int = 800
     """Referenced trajectories in the corpus."""
     success: dict[str, float] = field(default_factory=dict)
     """Per-domain overrides of the noisy expert's probability of the right procedure (empty: defaults)."""
@@ -106,11 +108,11 @@ class BaseModelConfig:
     """Words renamed entities get: "pseudo" (the fixed pool of 480 pseudo-words) or "world" (the
     world's own vocabulary words, both splits, as a pretrained model knows names: fewer, more frequent
     tokens; the pool is then left out of the tokenizer and the drills)."""
-    n_copy_drills: int = 24000
+    n_copy_drills: int = 48000
     """Copy drills fitted before the world corpus (one epoch): a user message of random pseudo-names
     and ids that the assistant repeats. They grow the induction (copy) circuits that reading ids
     and names needs; a tiny model does not find them in the world corpus alone within the budget."""
-    mixed_drills: int = 0
+    mixed_drills: int = 12000
     """Further copy drills shuffled into the world corpus's fit, so copying keeps being practised
     while the procedures are learnt."""
     reference_result_chars: int = 120
@@ -123,10 +125,10 @@ class BaseModelConfig:
     an id's three-digit number is one token, quotes are split off (a key tokenises alike in JSON
     calls and repr results), and the copy drills also draw from the world's words (so their tokens
     are trained). An experiment towards copying; see RESULTS.md, "Micro-world base model"."""
-    key_tokens: bool = False
+    key_tokens: bool = True
     """One token per dict key as calls and results write it (``"owner": "``, ``'account_id': '``), and
     half of the copy drills become key-value recall drills over those keys: copying a value from
-    after its key is then one induction step. An experiment towards copying (RESULTS.md)."""
+    after its key is then one induction step (RESULTS.md, "Third round")."""
     preset: str = "1m"
     """Tiny model preset (harness.models.PRESETS)."""
     rope_theta: float = 10000.0

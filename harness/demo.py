@@ -373,8 +373,8 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
     else:
         model, tok, base_info = load_or_build_base(cfg.base, progress=cfg.progress)
     timings["base"] = time.perf_counter() - t0
-    _say(cfg, f"[demo] base model {base_info['path']} ({'cached' if base_info['cached'] else 'built'}, "
-              f"{timings['base']:.0f}s)")
+    how = "pinned" if base_info.get("pinned") else "cached" if base_info["cached"] else "built"
+    _say(cfg, f"[demo] base model {base_info['path']} ({how}, {timings['base']:.0f}s)")
 
     # 2. bank
     cache = cache_root() / "demo"
@@ -445,7 +445,7 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
                      "reused": str(run_dir) not in summaries, "summary": saved.get("summary", {})})
     report = summarize(runs, specs, cfg.threshold)
     timings["total"] = time.perf_counter() - t_start
-    base = {k: base_info.get(k) for k in ("path", "cached", "key", "parameters", "seconds")}
+    base = {k: base_info.get(k) for k in ("path", "cached", "pinned", "key", "parameters", "seconds")}
     report.update(config=_plain(cfg), base=base, bank=bank_info, coldstart=coldstarts, timings={k: round(v, 1) for k, v in timings.items()})
     (out / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     return report

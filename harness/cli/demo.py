@@ -48,7 +48,9 @@ def run(args: argparse.Namespace) -> int:
     plot = plot_curves(report, out / "curves.png")
     text = format_report(report)
     t = report["timings"]
-    text += (f"\n\nbase: {'cached' if report['base']['cached'] else 'built'}; bank: {report['bank']['entries']} "
+    base = report["base"]
+    how = "pinned" if base.get("pinned") else "cached" if base["cached"] else "built"
+    text += (f"\n\nbase: {how}; bank: {report['bank']['entries']} "
              f"experiences ({report['bank']['base_successes']} base successes of {report['bank']['base_episodes']}, "
              f"{report['bank']['expert']} expert); timings (s): "
              + ", ".join(f"{k} {v:.0f}" for k, v in t.items()))

@@ -5,6 +5,7 @@
     lopd pretrain --eval-tasks 60 --json out.json   # fewer eval tasks; write the numbers as JSON
     lopd pretrain --no-eval                         # build or load only
     lopd pretrain --pin                             # then make it the pinned base (harness/pinned_base)
+    lopd pretrain --base DIR --eval-tasks 120       # measure a built base folder as it is
 
 It prints the two numbers self-distillation depends on: the mean reward on held-out eval tasks
 without context, and with a good reference in the privileged-context framing.
@@ -28,6 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="sampling and reference-choice seed")
     p.add_argument("--no-eval", action="store_true", help="build or load the base, do not roll it out")
     p.add_argument("--json", metavar="FILE", help="also write the build info and the scores as JSON")
+    p.add_argument("--base", metavar="DIR", help="measure this built base folder (its recorded config) "
+                   "instead of building or loading the base of the config")
     p.add_argument("--pin", action="store_true",
                    help="copy the base into harness/pinned_base, which a fresh clone then loads instead of training")
     p.set_defaults(func=_run)
@@ -40,8 +43,16 @@ def _run(args: argparse.Namespace) -> int:
     from harness.base_model import BaseModelConfig, EvalConfig, evaluate_base, load_or_build_base
     from harness.config import load_config
 
-    cfg = load_config(BaseModelConfig, args.config, list(args.overrides))
-    model, tok, info = load_or_build_base(cfg, cache_dir=args.cache_dir)
+    if args.base:
+        from harness.demo import load_base_dir
+
+        if args.overrides or args.config:
+            raise SystemExit("--base measures a built base as it is: no config or overrides")
+        model, tok, info = load_base_dir(args.base)
+        cfg = info.pop("config_obj")
+    else:
+        cfg = load_config(BaseModelConfig, args.config, list(args.overrides))
+        model, tok, info = load_or_build_base(cfg, cache_dir=args.cache_dir)
     how = ("copied from the pinned base" if info.get("pinned") else "loaded from the cache" if info["cached"]
            else f"built in {info['seconds']['total']:.0f}s")
     pre = info["pretrain"]

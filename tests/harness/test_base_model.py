@@ -23,7 +23,7 @@ from lopd.latent import DEFAULT_FRAMING, LATENT_SENTINEL, frame_user_message
 
 def small_config(**kw) -> BaseModelConfig:
     """A base small enough to build in seconds (the real one: BaseModelConfig())."""
-    base = dict(n_train=60, n_eval=12, n_plain=16, n_referenced=8, vocab_size=400, n_copy_drills=16,
+    base = dict(n_train=60, n_eval=12, n_plain=16, n_referenced=8, vocab_size=400, n_copy_drills=16, mixed_drills=0,
                 pretrain=PretrainConfig(epochs=1, batch_tokens=4096, warmup_steps=1, progress=False))
     base.update(kw)
     return BaseModelConfig(**base)
@@ -243,7 +243,7 @@ def test_reduced_base_rolls_out_with_finite_rewards(tmp_path, capsys):
 
     out = tmp_path / "scores.json"
     args = ["pretrain", "n_train=60", "n_eval=12", "n_plain=120", "n_referenced=60", "vocab_size=400",
-            "n_copy_drills=200", "pretrain.epochs=1", "pretrain.batch_tokens=2048", "pretrain.warmup_steps=5",
+            "n_copy_drills=200", "mixed_drills=0", "pretrain.epochs=1", "pretrain.batch_tokens=2048", "pretrain.warmup_steps=5",
             "pretrain.progress=false", "--cache-dir", str(tmp_path), "--eval-tasks", "12", "--json", str(out)]
     assert main(args) == 0
     printed = capsys.readouterr().out
@@ -258,3 +258,9 @@ def test_reduced_base_rolls_out_with_finite_rewards(tmp_path, capsys):
         assert set(scores["per_domain"][cond]) == {"shop", "bank", "library", "calendar", "files", "travel"}
     assert main(args[:-2] + ["--no-eval"]) == 0  # the second call loads the cache
     assert "loaded from the cache" in capsys.readouterr().out
+    # a built folder is measured as it is, with its recorded config
+    again = tmp_path / "again.json"
+    assert main(["pretrain", "--base", res["base"]["path"], "--eval-tasks", "12", "--json", str(again)]) == 0
+    assert json.loads(again.read_text())["eval"]["tasks"] == 12
+    with pytest.raises(SystemExit, match="as it is"):
+        main(["pretrain", "--base", res["base"]["path"], "n_plain=3"])

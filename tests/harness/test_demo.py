@@ -17,7 +17,7 @@ from harness.cli import main
 from harness.demo import DemoConfig, RunSpec, format_report, generations_to, mean_curve, summarize
 
 SMALL = [
-    "base.n_train=60", "base.n_eval=12", "base.n_plain=16", "base.n_referenced=8", "base.n_copy_drills=16",
+    "base.n_train=60", "base.n_eval=12", "base.n_plain=16", "base.n_referenced=8", "base.n_copy_drills=16", "base.mixed_drills=0",
     "base.vocab_size=400",
     "base.pretrain.epochs=1", "base.pretrain.batch_tokens=4096", "base.pretrain.warmup_steps=1",
     "generations=16", "rollouts_per_step=8", "eval_every=8", "eval_tasks=4", "max_new_tokens=32", "max_turns=3",

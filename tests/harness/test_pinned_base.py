@@ -12,7 +12,7 @@ from harness.pretrain import PretrainConfig
 
 
 def small_config(**kw) -> BaseModelConfig:
-    base = dict(n_train=30, n_eval=6, n_plain=6, n_referenced=2, vocab_size=300, n_copy_drills=4,
+    base = dict(n_train=30, n_eval=6, n_plain=6, n_referenced=2, vocab_size=300, n_copy_drills=4, mixed_drills=0,
                 pretrain=PretrainConfig(epochs=0.2, batch_tokens=4096, warmup_steps=1, progress=False))
     base.update(kw)
     return BaseModelConfig(**base)
