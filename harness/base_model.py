@@ -253,9 +253,9 @@ def build_base(cfg: BaseModelConfig, out_dir: str | os.PathLike, *, progress: bo
     if cfg.tokenizer not in ("bpe", "words"):
         raise ValueError(f"tokenizer must be 'bpe' or 'words', not {cfg.tokenizer!r}")
     words = cfg.tokenizer == "words"
-    pool = cfg.rename_pool == "pseudo"
+    pseudo = cfg.rename_pool == "pseudo"  # the pseudo-word pool's words are tokens and drill words
     keys = corpus_keys(corpus) if cfg.key_tokens else ()
-    tok = build_base_tokenizer(corpus, cfg.vocab_size, whole_word_tokens=words, keys=keys, pool=pool)
+    tok = build_base_tokenizer(corpus, cfg.vocab_size, whole_word_tokens=words, keys=keys, pool=pseudo)
     examples = encode_corpus(tok, corpus)
     t_tok = time.perf_counter() - t0 - t_corpus
     lengths = sorted(len(e) for e in examples)
@@ -268,7 +268,7 @@ def build_base(cfg: BaseModelConfig, out_dir: str | os.PathLike, *, progress: bo
     pcfg.progress = pcfg.progress and progress
     drill = None
     if cfg.n_copy_drills > 0:
-        drills = [encode_conversation(tok, m) for m in copy_drills(cfg.n_copy_drills, cfg.corpus_seed, words, keys, pool)]
+        drills = [encode_conversation(tok, m) for m in copy_drills(cfg.n_copy_drills, cfg.corpus_seed, words, keys, pseudo)]
         dcfg = copy.deepcopy(pcfg)
         dcfg.epochs, dcfg.context_weight, dcfg.min_lr_ratio = 1.0, 0.0, 1.0
         dcfg.batch_tokens = min(dcfg.batch_tokens, 512)  # short sequences: more, smaller steps
@@ -277,7 +277,7 @@ def build_base(cfg: BaseModelConfig, out_dir: str | os.PathLike, *, progress: bo
                        f"loss {drill.summary()['loss_first']} -> {drill.summary()['loss_last']}")
     fit = examples
     if cfg.mixed_drills > 0:
-        fit = examples + [encode_conversation(tok, m) for m in copy_drills(cfg.mixed_drills, cfg.corpus_seed + 1, words, keys, pool)]
+        fit = examples + [encode_conversation(tok, m) for m in copy_drills(cfg.mixed_drills, cfg.corpus_seed + 1, words, keys, pseudo)]
     result = pretrain(model, fit, pcfg, pad_id=tok.pad_token_id)
     _log(progress, f"[base] pretrained {result.steps} steps in {result.seconds:.1f}s: "
                    f"loss {result.summary()['loss_first']} -> {result.summary()['loss_last']}")

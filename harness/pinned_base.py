@@ -1,5 +1,5 @@
 """The pinned base: a built micro-world base shipped with the project, so a fresh clone loads it
-instead of training it (the default recipe costs about 20 CPU minutes; ``make demo`` has 10).
+instead of training it (the default recipe costs about 23 CPU minutes; ``make demo`` has 10).
 
 :func:`harness.base_model.load_or_build_base` takes it on a cache miss when it was built from the
 same :class:`BaseModelConfig` for the same world (the world code's fingerprint). Code outside the
@@ -24,6 +24,7 @@ from typing import Any
 PINNED_DIR = Path(__file__).resolve().parent / "pinned_base"
 """Where the pinned base lies (a ``save_pretrained`` folder with ``base_info.json``)."""
 
+
 def pinned_info(pinned_dir: Path | None = None) -> dict[str, Any] | None:
     """The pinned base's ``base_info.json``, or None when there is none (or it cannot be read)."""
     path = (pinned_dir or PINNED_DIR) / "base_info.json"
@@ -41,9 +42,9 @@ def stale_reason(config: dict[str, Any], pinned_dir: Path | None = None) -> str 
     info = pinned_info(pinned_dir)
     if info is None:
         return "no pinned base"
-    if info.get("config") != config:
-        changed = sorted(k for k in set(config) | set(info.get("config") or {})
-                         if config.get(k) != (info.get("config") or {}).get(k))
+    pinned = info.get("config") or {}
+    if pinned != config:
+        changed = sorted(k for k in set(config) | set(pinned) if config.get(k) != pinned.get(k))
         return f"built from another config (differs in: {', '.join(changed)})"
     if info.get("world_fingerprint") != fingerprint():
         return f"built for another world (fingerprint {info.get('world_fingerprint')}, now {fingerprint()})"
