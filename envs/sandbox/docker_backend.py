@@ -192,13 +192,16 @@ class DockerSandbox(Sandbox):
                 break
             slot.close()
             self._discard(slot.cid)
-        try:
-            for c in self.client.containers.list(
-                all=True, filters={"label": f"lopd.sandbox.owner={self.owner}"}
-            ):
-                c.remove(force=True)
+        try:  # containers being auto-removed meanwhile would 404 the listing without ignore_removed
+            left = self.client.containers.list(all=True, filters={"label": f"lopd.sandbox.owner={self.owner}"},
+                                               ignore_removed=True)
         except Exception:
-            pass
+            left = []
+        for c in left:
+            try:
+                c.remove(force=True)
+            except Exception:  # already gone: one missing container must not keep the others alive
+                pass
 
     # ---- executions -------------------------------------------------------------------------
     def run(

@@ -60,9 +60,12 @@ def test_cold_start_without_pool_and_cleanup():
         sb.close()
     deadline = time.monotonic() + 10
     label = f"lopd.sandbox.owner={sb.owner}"
-    while sb.client.containers.list(all=True, filters={"label": label}) and time.monotonic() < deadline:
+    def left() -> list:  # ignore_removed: a container auto-removed between listing and inspecting
+        return sb.client.containers.list(all=True, filters={"label": label}, ignore_removed=True)
+
+    while left() and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert sb.client.containers.list(all=True, filters={"label": label}) == []
+    assert left() == []
 
 
 @pytest.mark.docker
