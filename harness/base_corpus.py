@@ -243,10 +243,8 @@ def build_base_tokenizer(corpus: list[dict[str, Any]], vocab_size: int, whole_wo
     too (with ``whole_word_tokens``).
     """
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
 
-    from harness.models.tokenizer import CONTROL_TOKENS, ENDOFTEXT, IM_END, IM_START, MARKUP_TOKENS, chat_template
-    from lopd.latent import PLACEHOLDER_TOKEN
+    from harness.models.tokenizer import CONTROL_TOKENS, MARKUP_TOKENS, wrap_tokenizer
 
     raw = Tokenizer(models.BPE())
     quotes = [pre_tokenizers.Split(Regex("[\'\"]"), behavior="isolated")] if whole_word_tokens else []
@@ -267,13 +265,7 @@ def build_base_tokenizer(corpus: list[dict[str, Any]], vocab_size: int, whole_wo
         # an id's number (C969) is one token: copied in one step, not digit by digit
         raw.add_tokens([AddedToken(str(n), special=False, normalized=False) for n in range(100, 1000)])
     raw.add_tokens([AddedToken(t, special=False, normalized=False) for t in key_tokens(keys)])
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=raw, eos_token=IM_END, pad_token=ENDOFTEXT, bos_token=None, unk_token=None,
-        additional_special_tokens=[IM_START, PLACEHOLDER_TOKEN], padding_side="left",
-        clean_up_tokenization_spaces=False, model_max_length=32768,
-    )
-    tok.chat_template = chat_template()
-    return tok
+    return wrap_tokenizer(raw)
 
 
 def encode_corpus(tokenizer: Any, corpus: list[dict[str, Any]]) -> list[Example]:

@@ -42,8 +42,15 @@ from envs.micro.env import MicroEnv
 from envs.micro.expert import noisy_expert, run_solver
 from envs.micro.sft import experience_of, referenced_trajectory
 from envs.micro.world import cache_root, fingerprint
-from harness.base_corpus import (build_base_tokenizer, copy_drills, corpus_keys, corpus_stats, encode_corpus,
-                                 rename_entities, world_vocab_words)
+from harness.base_corpus import (
+    build_base_tokenizer,
+    copy_drills,
+    corpus_keys,
+    corpus_stats,
+    encode_corpus,
+    rename_entities,
+    world_vocab_words,
+)
 from harness.pretrain import PretrainConfig, encode_conversation, pretrain
 from lopd.latent import frame_user_message
 

@@ -63,7 +63,12 @@ def build_tokenizer(vocab_size: int = DEFAULT_VOCAB_SIZE, corpus: list[str] | No
     ``eos_token`` is ``<|im_end|>`` (the end of an assistant turn), ``pad_token`` ``<|endoftext|>``,
     as in Qwen3's instruct checkpoints.
     """
-    raw = train_bpe(vocab_size, corpus)
+    return wrap_tokenizer(train_bpe(vocab_size, corpus))
+
+
+def wrap_tokenizer(raw: Tokenizer) -> PreTrainedTokenizerFast:
+    """A raw ``tokenizers`` model with the project's layout as a ``transformers`` fast tokenizer:
+    ``<|im_end|>`` as eos, ``<|endoftext|>`` as pad, left padding, the chat template."""
     tok = PreTrainedTokenizerFast(
         tokenizer_object=raw, eos_token=IM_END, pad_token=ENDOFTEXT, bos_token=None, unk_token=None,
         additional_special_tokens=[IM_START, PLACEHOLDER_TOKEN], padding_side="left",

@@ -4,18 +4,11 @@ import json
 
 import pytest
 import torch
+from test_base_model import small_config  # one small base recipe for the tests
 
 import harness.base_model as bm
 from harness import pinned_base
 from harness.base_model import BaseModelConfig, load_or_build_base
-from harness.pretrain import PretrainConfig
-
-
-def small_config(**kw) -> BaseModelConfig:
-    base = dict(n_train=30, n_eval=6, n_plain=6, n_referenced=2, vocab_size=300, n_copy_drills=4, mixed_drills=0,
-                pretrain=PretrainConfig(epochs=0.2, batch_tokens=4096, warmup_steps=1, progress=False))
-    base.update(kw)
-    return BaseModelConfig(**base)
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +21,7 @@ def built(tmp_path_factory):
 
 
 def test_a_cache_miss_copies_a_matching_pinned_base_instead_of_training(built, tmp_path, monkeypatch):
-    model, info, pinned = built
+    model, _, pinned = built
     monkeypatch.setattr(pinned_base, "PINNED_DIR", pinned)
     monkeypatch.setattr(bm, "build_base", lambda *a, **k: pytest.fail("trained although a pinned base matched"))
     again, _, info2 = load_or_build_base(small_config(), cache_dir=tmp_path, progress=False)
