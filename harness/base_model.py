@@ -31,8 +31,6 @@ import hashlib
 import json
 import os
 import random
-import shutil
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -42,6 +40,7 @@ from envs.micro.env import MicroEnv
 from envs.micro.expert import noisy_expert, run_solver
 from envs.micro.sft import experience_of, referenced_trajectory
 from envs.micro.world import cache_root, fingerprint
+from harness.atomic_dir import build_dir
 from harness.base_corpus import (
     build_base_tokenizer,
     copy_drills,
@@ -333,18 +332,7 @@ def load_or_build_base(cfg: BaseModelConfig | dict[str, Any] | None = None, *,
         _log(progress, f"[base] no cached base; copying the pinned one ({pinned_base.PINNED_DIR})")
         pinned_base.copy_pinned(target)
     elif not cached:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
-        try:
-            build_base(cfg, tmp, progress=progress)
-            try:
-                os.replace(tmp, target)
-            except OSError:  # another process finished first
-                if not (target / "base_info.json").is_file():
-                    raise
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
+        build_dir(target, lambda tmp: build_base(cfg, tmp, progress=progress), "base_info.json")
     model, tok = load_model(target)
     info = json.loads((target / "base_info.json").read_text(encoding="utf-8"))
     info.update(path=str(target), cached=cached, pinned=pinned)

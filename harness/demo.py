@@ -31,12 +31,12 @@ import math
 import os
 import shutil
 import statistics
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from harness.atomic_dir import build_dir
 from harness.base_model import BaseModelConfig
 
 DEMO_VERSION = 1
@@ -137,28 +137,6 @@ def _key(*parts: Any) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _atomic_dir(target: Path, build) -> bool:
-    """Build ``target`` through a temp folder and a rename; False when it already existed."""
-    if (target / "DONE").is_file():
-        return False
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
-    try:
-        build(tmp)
-        (tmp / "DONE").write_text("ok\n")
-        if target.exists():
-            shutil.rmtree(target, ignore_errors=True)
-        try:
-            os.replace(tmp, target)
-        except OSError:
-            if not (target / "DONE").is_file():
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return True
-
-
 # ---- stage 2: bank ---------------------------------------------------------------------------------
 def _base_episodes(model: Any, tok: Any, cfg: DemoConfig, out: Path) -> tuple[int, int]:
     """The base plays ``cfg.bank_tasks`` training tasks; every episode goes to ``out`` (traces)."""
@@ -241,7 +219,7 @@ def build_bank_dir(model: Any, tok: Any, cfg: DemoConfig, base_info: dict[str, A
                 "seconds": round(time.perf_counter() - t0, 2)}
         (tmp / "info.json").write_text(json.dumps(info, indent=1) + "\n")
 
-    built = _atomic_dir(target, build)
+    built = build_dir(target, build, "DONE")
     info = json.loads((target / "info.json").read_text())
     info.update(path=str(target), cached=not built)
     return target, info
@@ -281,7 +259,7 @@ def coldstart(cfg: DemoConfig, train_cfg: Any, overrides: list[str], bank: Path,
         traces = [str(bank / "base_traces.jsonl"), str(bank / "expert_traces.jsonl")]
         coldstart_run(argparse.Namespace(config=None, overrides=ov, traces=traces, out=str(tmp / "composer.pt")))
 
-    built = _atomic_dir(target, build)
+    built = build_dir(target, build, "DONE")
     return target / "composer.pt", built
 
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from harness.atomic_dir import build_dir
 
 PINNED_DIR = Path(__file__).resolve().parent / "pinned_base"
 """Where the pinned base lies (a ``save_pretrained`` folder with ``base_info.json``)."""
@@ -52,22 +53,13 @@ def stale_reason(config: dict[str, Any], pinned_dir: Path | None = None) -> str 
 
 
 def _copy_files(src: Path, dst: Path) -> None:
-    """Copy the files of ``src`` into a fresh ``dst`` atomically (a temp folder, then a rename); when
-    ``dst`` appears meanwhile (a parallel copy), keep it."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".copy-", dir=dst.parent))
-    try:
+    """Copy the files of ``src`` into a new ``dst``, whole or not at all."""
+    def copy(tmp: Path) -> None:
         for name in os.listdir(src):
             if (src / name).is_file():
                 shutil.copy2(src / name, tmp / name)
-        try:
-            os.replace(tmp, dst)
-        except OSError:
-            if not (dst / "base_info.json").is_file():
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+
+    build_dir(dst, copy, "base_info.json")
 
 
 def copy_pinned(target: Path, pinned_dir: Path | None = None) -> None:
