@@ -7,7 +7,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import gymnasium as gym
 import pytest
-import torch
 
 import envs  # noqa: F401  (registers lopd/* ids)
 from envs.data import has_data
@@ -21,13 +20,7 @@ from harness.evaluate import EvalConfig, cut_torn_tail, pair_seed, read_progress
 from harness.models import build_tiny_model, save_pretrained
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Tiny models run fastest on one thread; more threads spin against each other on a shared CPU."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -18,12 +18,7 @@ from harness.metrics import read_metrics  # noqa: E402
 from harness.trainer import EpochSampler, derive_seed  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_epoch_sampler_is_seeded_without_replacement_and_resumable():

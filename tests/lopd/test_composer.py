@@ -9,9 +9,10 @@ import torch
 from lopd.composer import Composer, PerceiverAttention, QFormer, encode_text
 from lopd.config import ComposerConfig, QFormerConfig
 from lopd.latent import inject
-from tiny_models import CharTokenizer, one_thread, tiny_qwen3  # noqa: F401 (autouse fixture)
+from tiny_models import CharTokenizer, tiny_qwen3
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
+pytestmark = [pytest.mark.usefixtures("one_thread"),
+              pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")]
 
 D = 64
 

@@ -23,10 +23,11 @@ from lopd.margin import (
     privileged_margin,
 )
 from lopd.supervision import align_supervision
-from tiny_models import CharTokenizer, one_thread  # noqa: F401 (autouse fixture)
+from tiny_models import CharTokenizer
 from tiny_models import tiny_qwen3 as tiny_backbone
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
+pytestmark = [pytest.mark.usefixtures("one_thread"),
+              pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")]
 
 
 # ------------------------------------------------------------------------------ terms by hand

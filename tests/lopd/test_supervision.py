@@ -8,7 +8,9 @@ import torch
 import lopd.supervision as S
 from lopd.losses import token_log_probs
 from lopd.supervision import AlignmentError, align_supervision, logits_at, suffix_mask
-from tiny_models import one_thread, tiny_qwen3  # noqa: F401 (autouse fixture)
+from tiny_models import tiny_qwen3
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny_lm(vocab=50):

@@ -1,6 +1,5 @@
 """Tiny seeded Qwen3 backbones and a character tokenizer for the method's unit tests (not a test file)."""
 
-import pytest
 import torch
 
 
@@ -30,12 +29,3 @@ class CharTokenizer:
 
     def encode(self, text, add_special_tokens=False):
         return [3 + (ord(c) % self.span) for c in text]
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors: one thread avoids oversubscription on the shared 2-core runner."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)

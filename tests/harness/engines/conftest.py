@@ -21,12 +21,8 @@ def prompts():
 
 
 @pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Tiny models run fastest on one thread; more threads spin against each other on a shared CPU."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+def _one_thread_here(one_thread):
+    """Every test in this folder runs on one torch thread (tests/conftest.py)."""
 
 
 # ---- a fake SGLang server ---------------------------------------------------------------

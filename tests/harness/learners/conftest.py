@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-import torch
 from learner_fixtures import write_shop_expert_traces
 
 
@@ -13,9 +12,5 @@ def shop_traces(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def one_thread():
-    """One intra-op thread: the tiny model's ops are too small to gain from more, and the CI CPU is shared."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+def _one_thread_here(one_thread):
+    """Every test in this folder runs on one torch thread (tests/conftest.py)."""

@@ -14,13 +14,7 @@ from harness.models.tokenizer import CONTROL_TOKENS, MARKUP_TOKENS
 from lopd.latent import LATENT_SENTINEL
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Tiny models run fastest on one thread; more threads spin against each other on a shared CPU."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
