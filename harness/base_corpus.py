@@ -16,7 +16,7 @@ import random
 import re
 from collections import Counter
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 from envs.micro.domains.base import FIRST_NAMES, LAST_NAMES
 from envs.micro.world import all_vocab
@@ -39,12 +39,45 @@ def name_pool() -> tuple[str, ...]:
     return tuple(pool)
 
 
-def pseudo_word(rng: random.Random, avoid: set[str] | frozenset[str] = frozenset(),
-                pool: tuple[str, ...] | None = None) -> str:
-    """A random word of ``pool`` (default :func:`name_pool`) not in ``avoid``."""
-    pool = pool or name_pool()
+_ONSETS = ("", "", "b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "y", "z",
+           "b", "d", "k", "l", "m", "n", "r", "s", "t", "br", "ch", "cl", "dr", "gr", "pr", "sh", "st", "th", "tr")
+_VOWELS = ("a", "e", "i", "o", "u", "a", "e", "i", "o", "u", "a", "e", "i", "o", "ai", "au", "ea", "ee", "ia", "io", "ou", "y")
+_CODAS = ("n", "r", "s", "l", "m", "k", "t", "x", "ck", "ll", "nd", "ng", "rt", "ss", "st", "tt")
+
+Words = tuple[str, ...] | Callable[[random.Random], str]
+"""Where pseudo-names come from: a fixed tuple to choose from, or a function drawing a new one."""
+
+
+def fresh_word(rng: random.Random) -> str:
+    """A new pronounceable lowercase pseudo-word of 3-8 letters (1-3 syllables of onset and vowel, half of
+    them closed by a coda), none a word of the world's vocabulary. Hundreds of thousands are possible, so a model cannot learn them by heart
+    the way it learns a small pool: copying them is the only way to predict them.
+
+    >>> w = fresh_word(random.Random(0)); w.isalpha() and w.islower() and len(w) >= 3
+    True
+    """
     while True:
-        w = pool[rng.randrange(len(pool))]
+        n = rng.choice((1, 1, 2, 2, 2, 3))
+        w = "".join(rng.choice(_ONSETS) + rng.choice(_VOWELS) for _ in range(n))
+        if rng.random() < 0.5:
+            w += rng.choice(_CODAS)
+        if 3 <= len(w) <= 8 and w not in _vocab_words():
+            return w
+
+
+def draw_word(rng: random.Random, words: Words | None = None) -> str:
+    """One word of ``words`` (default :func:`name_pool`)."""
+    if callable(words):
+        return words(rng)
+    words = words or name_pool()
+    return words[rng.randrange(len(words))]
+
+
+def pseudo_word(rng: random.Random, avoid: set[str] | frozenset[str] = frozenset(),
+                pool: Words | None = None) -> str:
+    """A random word of ``pool`` (default :func:`name_pool`) not in ``avoid``."""
+    while True:
+        w = draw_word(rng, pool)
         if w not in avoid:
             return w
 
@@ -78,9 +111,9 @@ def _entry_pattern() -> re.Pattern[str]:
 
 
 def rename_entities(messages: list[dict[str, Any]], rng: random.Random,
-                    pool: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+                    pool: Words | None = None) -> list[dict[str, Any]]:
     """``messages`` with every vocabulary entity replaced by words of ``pool`` (default: the pseudo-word
-    pool), the same ones wherever it recurs (task text, arguments, results, emails); case follows the
+    pool; :func:`fresh_word`: new ones), the same ones wherever it recurs (task text, arguments, results, emails); case follows the
     original, file extensions stay.
 
     >>> msgs = rename_entities([{"role": "user", "content": "Ada Park: mail ada.park@x.org"}], random.Random(0))
@@ -121,23 +154,22 @@ def rename_entities(messages: list[dict[str, Any]], rng: random.Random,
 COPY_DRILL_SYSTEM = "Repeat the user's text exactly."
 
 
-def copy_drill(rng: random.Random, words: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+def copy_drill(rng: random.Random, words: Words | None = None) -> list[dict[str, Any]]:
     """One copy drill: random pseudo-names, ids and words that the assistant repeats verbatim.
 
     >>> m = copy_drill(random.Random(0))
     >>> [x["role"] for x in m], m[1]["content"] == m[2]["content"]
     (['system', 'user', 'assistant'], True)
     """
-    words = words or name_pool()
     parts = []
     for _ in range(rng.randint(2, 6)):
         r = rng.random()
         if r < 0.4:
-            parts.append(f"{rng.choice(words).capitalize()} {rng.choice(words).capitalize()}")
+            parts.append(f"{draw_word(rng, words).capitalize()} {draw_word(rng, words).capitalize()}")
         elif r < 0.75:
             parts.append(f"{rng.choice('ABCDEFKLMOPRTUV')}{rng.randint(100, 999)}")
         else:
-            parts.append(rng.choice(words))
+            parts.append(draw_word(rng, words))
     text = rng.choice([", ", " ", "; "]).join(parts)
     return [{"role": "system", "content": COPY_DRILL_SYSTEM}, {"role": "user", "content": text},
             {"role": "assistant", "content": text}]
@@ -146,7 +178,7 @@ def copy_drill(rng: random.Random, words: tuple[str, ...] | None = None) -> list
 RECALL_DRILL_SYSTEM = "Answer with the values of the keys the user asks for, as JSON."
 
 
-def recall_drill(rng: random.Random, keys: tuple[str, ...], words: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+def recall_drill(rng: random.Random, keys: tuple[str, ...], words: Words | None = None) -> list[dict[str, Any]]:
     """One key-value recall drill: the user gives pairs (as a JSON call or a Python repr result writes
     them) and asks for some keys; the assistant answers with those pairs in JSON. It is the copy the
     world needs: a value found after its key, then written after the same key.
@@ -156,12 +188,10 @@ def recall_drill(rng: random.Random, keys: tuple[str, ...], words: tuple[str, ..
     >>> all(f'{k}": {json.dumps(v)}' in m[1]["content"].replace("'", '"') for k, v in answer.items())
     True
     """
-    words = words or name_pool()
-
     def value() -> Any:
         r = rng.random()
         if r < 0.45:
-            return " ".join(rng.choice(words).capitalize() for _ in range(rng.choice((1, 2, 2))))
+            return " ".join(draw_word(rng, words).capitalize() for _ in range(rng.choice((1, 2, 2))))
         if r < 0.8:
             return f"{rng.choice('ABCDEFKLMOPRTUV')}{rng.randint(100, 999)}"
         return rng.randint(1, 999)
@@ -176,11 +206,16 @@ def recall_drill(rng: random.Random, keys: tuple[str, ...], words: tuple[str, ..
 
 
 def copy_drills(n: int, seed: int = 0, world_words: bool = False, keys: tuple[str, ...] = (),
-                pool: bool = True) -> list[list[dict[str, Any]]]:
+                pool: bool = True, fresh: bool = False) -> list[list[dict[str, Any]]]:
     """``n`` copy drills over the pseudo-word pool (and the world's words when ``world_words``; only
-    those when ``pool`` is False); with ``keys``, every other one is a :func:`recall_drill` over them."""
+    those when ``pool`` is False; new words from :func:`fresh_word` when ``fresh``); with ``keys``,
+    every other one is a :func:`recall_drill` over them."""
     rng = random.Random(f"copy-drills:{seed}")
-    words = tuple(sorted(set(name_pool() if pool else ()) | set(world_vocab_words()))) if world_words else None
+    words: Words | None = None
+    if fresh:
+        words = fresh_word
+    elif world_words:
+        words = tuple(sorted(set(name_pool() if pool else ()) | set(world_vocab_words())))
     return [recall_drill(rng, keys, words) if keys and i % 2 else copy_drill(rng, words) for i in range(n)]
 
 

@@ -46,7 +46,9 @@ from harness.base_corpus import (
     copy_drills,
     corpus_keys,
     corpus_stats,
+    Words,
     encode_corpus,
+    fresh_word,
     rename_entities,
     world_vocab_words,
 )
@@ -111,9 +113,11 @@ class BaseModelConfig:
     train names, which a tiny model memorises instead of learning to copy; renamed transcripts
     make copying the only way to predict them, so held-out names work too."""
     rename_pool: str = "pseudo"
-    """Words renamed entities get: "pseudo" (the fixed pool of 480 pseudo-words) or "world" (the
-    world's own vocabulary words, both splits, as a pretrained model knows names: fewer, more frequent
-    tokens; the pool is then left out of the tokenizer and the drills)."""
+    """Words renamed entities and copy drills get: "pseudo" (the fixed pool of 480 pseudo-words),
+    "fresh" (a new pseudo-word on every draw, base_corpus.fresh_word: nothing to learn by heart, so
+    only copying predicts them) or "world" (the world's own vocabulary words, both splits, as a
+    pretrained model knows names: fewer, more frequent tokens; the pool is then left out of the
+    tokenizer and the drills)."""
     n_copy_drills: int = 48000
     """Copy drills fitted before the world corpus (one epoch): a user message of random pseudo-names
     and ids that the assistant repeats. They grow the induction (copy) circuits that reading ids
@@ -189,9 +193,10 @@ def build_corpus(env: MicroEnv, cfg: BaseModelConfig) -> list[dict[str, Any]]:
     Each item: {kind: "plain" | "referenced", task_id, domain, template, reward, mistake,
     reference_task_id, messages}.
     """
-    if cfg.rename_pool not in ("pseudo", "world"):
-        raise ValueError(f"rename_pool must be 'pseudo' or 'world', not {cfg.rename_pool!r}")
-    pool = None if cfg.rename_pool == "pseudo" else world_vocab_words()
+    pools: dict[str, Words | None] = {"pseudo": None, "fresh": fresh_word, "world": world_vocab_words()}
+    if cfg.rename_pool not in pools:
+        raise ValueError(f"rename_pool must be one of {sorted(pools)}, not {cfg.rename_pool!r}")
+    pool = pools[cfg.rename_pool]
     rng = random.Random(f"base-corpus:{cfg.corpus_seed}")
     tasks = [t.task_id for t in env.all_tasks() if t.split == "train"]
     if not tasks:
@@ -260,6 +265,7 @@ def build_base(cfg: BaseModelConfig, out_dir: str | os.PathLike, *, progress: bo
         raise ValueError(f"tokenizer must be 'bpe' or 'words', not {cfg.tokenizer!r}")
     words = cfg.tokenizer == "words"
     pseudo = cfg.rename_pool == "pseudo"  # the pseudo-word pool's words are tokens and drill words
+    fresh = cfg.rename_pool == "fresh"
     keys = corpus_keys(corpus) if cfg.key_tokens else ()
     tok = build_base_tokenizer(corpus, cfg.vocab_size, whole_word_tokens=words, keys=keys, pool=pseudo)
     examples = encode_corpus(tok, corpus)
@@ -274,7 +280,7 @@ def build_base(cfg: BaseModelConfig, out_dir: str | os.PathLike, *, progress: bo
     pcfg.progress = pcfg.progress and progress
     drill = None
     if cfg.n_copy_drills > 0:
-        drills = [encode_conversation(tok, m) for m in copy_drills(cfg.n_copy_drills, cfg.corpus_seed, words, keys, pseudo)]
+        drills = [encode_conversation(tok, m) for m in copy_drills(cfg.n_copy_drills, cfg.corpus_seed, words, keys, pseudo, fresh)]
         dcfg = copy.deepcopy(pcfg)
         dcfg.epochs, dcfg.context_weight, dcfg.min_lr_ratio = 1.0, 0.0, 1.0
         dcfg.batch_tokens = min(dcfg.batch_tokens, 512)  # short sequences: more, smaller steps
@@ -283,7 +289,7 @@ def build_base(cfg: BaseModelConfig, out_dir: str | os.PathLike, *, progress: bo
                        f"loss {drill.summary()['loss_first']} -> {drill.summary()['loss_last']}")
     fit = examples
     if cfg.mixed_drills > 0:
-        fit = examples + [encode_conversation(tok, m) for m in copy_drills(cfg.mixed_drills, cfg.corpus_seed + 1, words, keys, pseudo)]
+        fit = examples + [encode_conversation(tok, m) for m in copy_drills(cfg.mixed_drills, cfg.corpus_seed + 1, words, keys, pseudo, fresh)]
     result = pretrain(model, fit, pcfg, pad_id=tok.pad_token_id)
     _log(progress, f"[base] pretrained {result.steps} steps in {result.seconds:.1f}s: "
                    f"loss {result.summary()['loss_first']} -> {result.summary()['loss_last']}")

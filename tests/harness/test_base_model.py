@@ -113,6 +113,26 @@ def test_rename_pool_world_draws_the_worlds_own_words(world):
         build_corpus(env, small_config(rename_pool="names"))
 
 
+def test_rename_pool_fresh_draws_new_words_outside_the_world_and_the_pool(world):
+    _, env, _ = world
+    corpus = build_corpus(env, small_config(rename_pool="fresh", rename_fraction=1.0))
+    assert corpus == build_corpus(env, small_config(rename_pool="fresh", rename_fraction=1.0))
+    pat, pool = bc._entry_pattern(), set(bc.name_pool())
+    names = set()
+    for x in corpus:
+        values = re.findall(r'"(?:owner|customer|person|member|traveler)": "([^"]+)"', x["messages"][1]["content"])
+        names.update(w.lower() for v in values for w in v.split())
+        assert not pat.search("\n".join(m["content"] for m in x["messages"][1:]))
+    assert len(names) > 10 and not names & pool  # new words, not the fixed pool
+    drills = bc.copy_drills(200, seed=0, keys=("owner", "title"), fresh=True)
+    assert drills == bc.copy_drills(200, seed=0, keys=("owner", "title"), fresh=True)
+    words = {w.lower() for m in drills for w in re.findall(r"[A-Za-z]{3,}", m[1]["content"])}
+    assert len(words - pool) > 300 and not any(pat.fullmatch(w) for w in words - {"give", "owner", "title"})
+    rng = random.Random(0)
+    fresh = [bc.fresh_word(rng) for _ in range(2000)]
+    assert all(3 <= len(w) <= 8 and w.isalpha() for w in fresh) and len(set(fresh)) > 1500
+
+
 def test_copy_drills_repeat_random_names_and_ids():
     drills = bc.copy_drills(50, seed=1)
     assert drills == bc.copy_drills(50, seed=1) and drills != bc.copy_drills(50, seed=2)
