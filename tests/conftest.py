@@ -1,5 +1,8 @@
-"""Shared test settings: deterministic hypothesis profile, offline model hubs, the one_thread fixture."""
+"""Shared test settings: deterministic hypothesis profile, offline model hubs, a private cache, the
+one_thread fixture."""
 import os
+import shutil
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -10,6 +13,17 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 settings.register_profile("ci", derandomize=True, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile("ci")
+
+# The worlds, bases and evaluator caches the tests build go to a folder of this run, not the user's
+# ~/.cache/lopd (set LOPD_CACHE_DIR to keep one across runs).
+_PRIVATE_CACHE = None if os.environ.get("LOPD_CACHE_DIR") else tempfile.mkdtemp(prefix="lopd-test-cache-")
+if _PRIVATE_CACHE:
+    os.environ["LOPD_CACHE_DIR"] = _PRIVATE_CACHE
+
+
+def pytest_unconfigure(config):
+    if _PRIVATE_CACHE:
+        shutil.rmtree(_PRIVATE_CACHE, ignore_errors=True)
 
 
 @pytest.fixture
