@@ -54,7 +54,7 @@ ABLATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 ("lopd-lat64", ["lopd.composer.qformer.n_latents=64"])],
     "retrieval": [("lopd-k1", ["lopd.n_retrieved=1"]), ("lopd", [])],
 }
-TUNE_LRS = [3e-5, 1e-4, 3e-4]
+TUNE_LRS = [1e-4, 3e-4, 1e-3]  # on the r7 base every learner's best was 3e-4, the top of [3e-5, 1e-4, 3e-4]
 
 
 def specs_for(groups: list[str], lrs: dict[str, float]) -> list[RunSpec]:
