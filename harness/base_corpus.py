@@ -3,9 +3,9 @@
 :mod:`harness.base_model` builds the corpus from the micro world and fits the base on it; this module
 holds what turns transcripts into trainable text::
 
-    msgs = rename_entities(traj.messages, random.Random(0))   # names -> pool pseudo-words, consistently
-    drills = copy_drills(100, seed=0)                          # the assistant repeats the user's text
-    tok = build_base_tokenizer(corpus, 2048)                   # BPE trained on the corpus, names left out
+    msgs = rename_entities(traj.messages, random.Random(0), fresh_word)  # names -> new pseudo-words
+    drills = copy_drills(100, seed=0, fresh=True)   # the assistant repeats the user's text
+    tok = build_base_tokenizer(corpus, 2048)        # BPE trained on the corpus, names left out
 """
 
 from __future__ import annotations
@@ -49,9 +49,9 @@ Words = tuple[str, ...] | Callable[[random.Random], str]
 
 
 def fresh_word(rng: random.Random) -> str:
-    """A new pronounceable lowercase pseudo-word of 3-8 letters (1-3 syllables of onset and vowel, half of
-    them closed by a coda), none a word of the world's vocabulary. Hundreds of thousands are possible, so a model cannot learn them by heart
-    the way it learns a small pool: copying them is the only way to predict them.
+    """A new pronounceable lowercase pseudo-word of 3-8 letters (1-3 syllables of onset and vowel, half
+    of them closed by a coda), none a word of the world's vocabulary. Tens of thousands are possible, so
+    a model cannot learn them by heart as it learns a small pool: only copying predicts them.
 
     >>> w = fresh_word(random.Random(0)); w.isalpha() and w.islower() and len(w) >= 3
     True
@@ -113,8 +113,8 @@ def _entry_pattern() -> re.Pattern[str]:
 def rename_entities(messages: list[dict[str, Any]], rng: random.Random,
                     pool: Words | None = None) -> list[dict[str, Any]]:
     """``messages`` with every vocabulary entity replaced by words of ``pool`` (default: the pseudo-word
-    pool; :func:`fresh_word`: new ones), the same ones wherever it recurs (task text, arguments, results, emails); case follows the
-    original, file extensions stay.
+    pool; :func:`fresh_word`: new ones), the same ones wherever it recurs (task text, arguments,
+    results, emails); case follows the original, file extensions stay.
 
     >>> msgs = rename_entities([{"role": "user", "content": "Ada Park: mail ada.park@x.org"}], random.Random(0))
     >>> first, last = msgs[0]["content"].split(":")[0].split()
