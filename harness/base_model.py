@@ -42,11 +42,11 @@ from envs.micro.sft import experience_of, referenced_trajectory
 from envs.micro.world import cache_root, fingerprint
 from harness.atomic_dir import build_dir
 from harness.base_corpus import (
+    Words,
     build_base_tokenizer,
     copy_drills,
     corpus_keys,
     corpus_stats,
-    Words,
     encode_corpus,
     fresh_word,
     rename_entities,
@@ -109,16 +109,16 @@ class BaseModelConfig:
     """Seed of the corpus draw."""
     rename_fraction: float = 0.8
     """Share of transcripts whose entity names (people, products, titles, cities, ...) are replaced,
-    consistently within the transcript, by pseudo-words (``rename_pool``). The world has only a few dozen
-    train names, which a tiny model memorises instead of learning to copy; renamed transcripts
+    consistently within the transcript, by pseudo-words (``rename_pool``). The world has only a few
+    dozen train names, which a tiny model memorises instead of learning to copy; renamed transcripts
     make copying the only way to predict them, so held-out names work too."""
     rename_pool: str = "fresh"
     """Words renamed entities and copy drills get: "fresh" (a new pseudo-word on every draw,
     base_corpus.fresh_word: nothing to learn by heart, so only copying predicts them; with the fixed
-    pool the base finished held-out names as pool words and scored 0.10 / 0.23 instead of 0.37 / 0.59,
-    RESULTS.md "Fourth round"), "pseudo" (the fixed pool of 480 pseudo-words) or "world" (the world's own vocabulary words, both splits, as a
-    pretrained model knows names: fewer, more frequent tokens; the pool is then left out of the
-    tokenizer and the drills)."""
+    pool the base finished held-out names as pool words and scored 0.10 / 0.23 instead of 0.37 / 0.58,
+    RESULTS.md "Fourth round"), "pseudo" (the fixed pool of 480 pseudo-words) or "world" (the
+    world's own vocabulary words, both splits, as a pretrained model knows names: fewer, more frequent
+    tokens; the pool is then left out of the tokenizer and the drills)."""
     n_copy_drills: int = 48000
     """Copy drills fitted before the world corpus (one epoch): a user message of random pseudo-names
     and ids that the assistant repeats. They grow the induction (copy) circuits that reading ids
