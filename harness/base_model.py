@@ -52,7 +52,7 @@ from harness.base_corpus import (
     rename_entities,
     world_vocab_words,
 )
-from harness.pretrain import PretrainConfig, encode_conversation, pretrain
+from harness.pretrain import Example, PretrainConfig, encode_conversation, pretrain
 from lopd.latent import frame_user_message
 
 BASE_VERSION = 1
@@ -266,7 +266,6 @@ def build_base(cfg: BaseModelConfig, out_dir: str | os.PathLike, *, progress: bo
         raise ValueError(f"tokenizer must be 'bpe' or 'words', not {cfg.tokenizer!r}")
     words = cfg.tokenizer == "words"
     pseudo = cfg.rename_pool == "pseudo"  # the pseudo-word pool's words are tokens and drill words
-    fresh = cfg.rename_pool == "fresh"
     keys = corpus_keys(corpus) if cfg.key_tokens else ()
     tok = build_base_tokenizer(corpus, cfg.vocab_size, whole_word_tokens=words, keys=keys, pool=pseudo)
     examples = encode_corpus(tok, corpus)
@@ -279,9 +278,14 @@ def build_base(cfg: BaseModelConfig, out_dir: str | os.PathLike, *, progress: bo
                    f"{n_params:,} parameters")
     pcfg = copy.deepcopy(cfg.pretrain)
     pcfg.progress = pcfg.progress and progress
+
+    def encoded_drills(n: int, seed: int) -> list[Example]:
+        return [encode_conversation(tok, m)
+                for m in copy_drills(n, seed, words, keys, pseudo, fresh=cfg.rename_pool == "fresh")]
+
     drill = None
     if cfg.n_copy_drills > 0:
-        drills = [encode_conversation(tok, m) for m in copy_drills(cfg.n_copy_drills, cfg.corpus_seed, words, keys, pseudo, fresh)]
+        drills = encoded_drills(cfg.n_copy_drills, cfg.corpus_seed)
         dcfg = copy.deepcopy(pcfg)
         dcfg.epochs, dcfg.context_weight, dcfg.min_lr_ratio = 1.0, 0.0, 1.0
         dcfg.batch_tokens = min(dcfg.batch_tokens, 512)  # short sequences: more, smaller steps
@@ -290,7 +294,7 @@ def build_base(cfg: BaseModelConfig, out_dir: str | os.PathLike, *, progress: bo
                        f"loss {drill.summary()['loss_first']} -> {drill.summary()['loss_last']}")
     fit = examples
     if cfg.mixed_drills > 0:
-        fit = examples + [encode_conversation(tok, m) for m in copy_drills(cfg.mixed_drills, cfg.corpus_seed + 1, words, keys, pseudo, fresh)]
+        fit = examples + encoded_drills(cfg.mixed_drills, cfg.corpus_seed + 1)
     result = pretrain(model, fit, pcfg, pad_id=tok.pad_token_id)
     _log(progress, f"[base] pretrained {result.steps} steps in {result.seconds:.1f}s: "
                    f"loss {result.summary()['loss_first']} -> {result.summary()['loss_last']}")
