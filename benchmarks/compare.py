@@ -22,6 +22,8 @@ Tuning (``--tune``): the same grid for every learner, the student learning rate 
 ``TUNE_LRS`` at ``--tune-generations`` with seed 0 (one run per point); each learner then trains
 with the lr of its best final held-out reward (ties: the smaller lr). No other knob is tuned for
 any learner. Without ``--tune`` every learner uses its packaged config's lr (1e-4 for all four).
+``--lrs lopd=1e-3 grpo=3e-4 ...`` sets them by hand, e.g. to reuse an earlier tuning (finished runs
+are reused only when their overrides, the lr included, are the same).
 
 Writes OUT/report.json, OUT/report.txt, OUT/curves_main.png, OUT/curves_margin.png,
 OUT/curves_latents.png, OUT/curves_retrieval.png and OUT/results.md (a RESULTS.md section draft).
@@ -74,6 +76,26 @@ def specs_for(groups: list[str], lrs: dict[str, float]) -> list[RunSpec]:
     return list(out.values())
 
 
+def parse_lrs(items: list[str]) -> dict[str, float]:
+    """``["lopd=1e-3", "grpo=3e-4"]`` -> ``{"lopd": 0.001, "grpo": 0.0003}`` (ValueError on a bad item).
+
+    Lets a comparison reuse an earlier ``--tune`` (its ``tune/report.json`` "chosen") without rerunning it.
+    """
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or name not in LEARNERS:
+            raise ValueError(f"--lrs wants LEARNER=LR with LEARNER in {LEARNERS}, not {item!r}")
+        try:
+            lr = float(value)
+        except ValueError:
+            raise ValueError(f"--lrs {item!r}: {value!r} is not a number") from None
+        if not (math.isfinite(lr) and lr > 0):
+            raise ValueError(f"--lrs {item!r}: the lr must be a positive number")
+        out[name] = lr
+    return out
+
+
 def subset(report: dict, labels: list[str]) -> dict:
     return {**report, "specs": {k: v for k, v in report["specs"].items() if k in labels}}
 
@@ -109,7 +131,9 @@ def markdown(report: dict, args: argparse.Namespace, cmd: str, seconds: float, t
                   + "; ".join(f"{k}: " + ", ".join(f"{lr:g}->{v:.3f}" for lr, v in d.items())
                               for k, d in tuning["final_reward"].items())
                   + f". Chosen: {tuning['chosen']}.", ""]
-    else:
+    if args.lrs:
+        lines += [f"Student lr given on the command line (`--lrs`): {parse_lrs(args.lrs)}.", ""]
+    if not tuning and not args.lrs:
         lines += ["Tuning: none run; every learner uses its packaged config (student lr 1e-4).", ""]
     head = "| run | seeds | " + " | ".join(f"@{g}" for g in gens) + " | gens to thr |"
     lines += [f"Held-out mean reward (± std over seeds) by generations; threshold {report['threshold']:.3f} "
@@ -146,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="runs trained at once (processes)")
     ap.add_argument("--tune", action="store_true", help="run the lr grid first and use each learner's best lr")
     ap.add_argument("--tune-generations", type=int, default=320)
+    ap.add_argument("--lrs", nargs="*", default=[], metavar="LEARNER=LR",
+                    help="student lr per learner, e.g. an earlier --tune's choice (overrides --tune's)")
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                     help="DemoConfig overrides, e.g. eval_every=160 rollouts_per_step=32 eval_tasks=60")
     args = ap.parse_args(argv)
@@ -154,14 +180,20 @@ def main(argv: list[str] | None = None) -> int:
     defaults = ["rollouts_per_step=32", "eval_every=160", "eval_tasks=60"]
     cfg = load_config(DemoConfig, None, defaults + [f"out={args.out}", f"generations={args.generations}",
                                                     f"seeds={list(args.seeds)}", f"jobs={args.jobs}", *args.set])
+    try:
+        given = parse_lrs(args.lrs)
+    except ValueError as e:
+        ap.error(str(e))
     lrs, tuning = {}, None
     if args.tune:
         lrs, tuning = tune(cfg, args.tune_generations)
+    lrs.update(given)
     specs = specs_for(args.groups, lrs)
     report = run_pipeline(cfg, specs)
     out = Path(cfg.out)
     seconds = time.perf_counter() - t0
     report["tuning"] = tuning
+    report["lrs"] = lrs
     report["command"] = cmd
     (out / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     text = format_report(report)
