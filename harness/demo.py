@@ -322,6 +322,14 @@ def _spec_file(run_dir: Path) -> Path:
     return run_dir / "demo_spec.json"
 
 
+def same_run(saved: dict[str, Any] | None, want: dict[str, Any]) -> bool:
+    """Whether a finished run's saved spec trains the same run as ``want`` (progress bars aside)."""
+    def identity(spec: dict[str, Any]) -> tuple[Any, list[str]]:
+        return spec.get("version"), [o for o in spec.get("overrides", []) if not o.startswith("log.progress=")]
+
+    return isinstance(saved, dict) and identity(saved) == identity(want)
+
+
 def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
     """Every stage (module docstring); returns the report dict (also written to ``out/report.json``)."""
     import torch
@@ -385,7 +393,7 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
     for spec, seed, run_dir, ov in jobs:
         want = {"version": DEMO_VERSION, "overrides": ov}
         sf = _spec_file(run_dir)
-        if sf.is_file() and json.loads(sf.read_text()).get("spec") == want:
+        if sf.is_file() and same_run(json.loads(sf.read_text()).get("spec"), want):
             continue
         if run_dir.exists():
             shutil.rmtree(run_dir)  # a stale or unfinished run of another spec

@@ -14,7 +14,7 @@ import torch
 from safetensors.torch import load_file
 
 from harness.cli import main
-from harness.demo import DemoConfig, RunSpec, format_report, generations_to, mean_curve, summarize
+from harness.demo import DemoConfig, RunSpec, format_report, generations_to, mean_curve, same_run, summarize
 
 SMALL = [
     "base.n_train=60", "base.n_eval=12", "base.n_plain=16", "base.n_referenced=8", "base.n_copy_drills=16", "base.mixed_drills=0",
@@ -81,12 +81,21 @@ def test_demo_from_a_fresh_cache_then_cached(tmp_path, monkeypatch, capsys):
     assert shared and any(not torch.equal(final[k], base[k]) for k in shared)
     assert rep["coldstart"]["lopd"]["cached"] is False
 
-    # second run: everything comes from the cache, the finished runs are reused
-    assert main(["demo", "--out", str(out), *SMALL]) == 0
+    # second run: everything comes from the cache, the finished runs are reused (progress bars off
+    # changes log.progress, which is no part of a run's identity)
+    assert main(["demo", "--out", str(out), *SMALL, "progress=false"]) == 0
     rep2 = json.loads((out / "report.json").read_text())
     assert rep2["base"]["cached"] and rep2["bank"]["cached"] and rep2["coldstart"]["lopd"]["cached"]
     assert all(r["reused"] for r in rep2["runs"])
     assert rep2["specs"] == rep["specs"]
+
+
+def test_same_run_ignores_progress_bars_only():
+    want = {"version": 1, "overrides": ["seed=0", "log.progress=true", "optim.lr=0.001"]}
+    assert same_run({"version": 1, "overrides": ["seed=0", "log.progress=false", "optim.lr=0.001"]}, want)
+    assert not same_run({"version": 1, "overrides": ["seed=0", "log.progress=true", "optim.lr=0.0003"]}, want)
+    assert not same_run({"version": 0, "overrides": want["overrides"]}, want)
+    assert not same_run(None, want) and not same_run(["seed=0"], want)
 
 
 def test_demo_config_rejects_bad_specs(tmp_path):
