@@ -384,6 +384,8 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
             if spec.learner == "lopd" and tcfg.lopd.composer_init is None and cfg.coldstart_steps > 0:
                 path, built = coldstart(cfg, tcfg, ov, bank, cache)
                 coldstarts[spec.label] = {"path": str(path), "cached": not built}
+                if built:  # the cold-start CLI above named its temporary folder
+                    _say(cfg, f"[demo] cold start: {path}")
                 ov.append(f"lopd.composer_init={path}")
             jobs.append((spec, seed, run_dir, [f"learner={spec.learner}", *ov]))
     timings["coldstart"] = time.perf_counter() - t0

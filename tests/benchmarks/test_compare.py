@@ -42,3 +42,9 @@ def test_main_reports_a_bad_lrs_item_as_a_usage_error(capsys):
         compare.main(["--lrs", "lopd=fast", "--out", "/nonexistent/never-written"])
     assert e.value.code == 2
     assert "is not a number" in capsys.readouterr().err
+
+
+def test_at_grid_top_names_learners_whose_best_lr_is_the_largest_tried():
+    tuning = {"grid": [1e-4, 1e-3, 3e-3], "chosen": {"grpo": 3e-3, "lopd": 1e-3, "sdpo": 3e-3}}
+    assert compare.at_grid_top(tuning) == ["grpo", "sdpo"]
+    assert compare.at_grid_top({**tuning, "chosen": {"lopd": 1e-4}}) == []
