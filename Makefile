@@ -23,8 +23,10 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/lopd demo
 
+# pytest exits 5 when it collected no tests: a failure of the suite (make exits 2 on it), named here
+# because make's own exit status cannot tell it apart.
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q || { rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests" >&2; exit $$rc; }
 
 test-quick: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"

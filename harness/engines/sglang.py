@@ -276,7 +276,10 @@ class SGLangEngine(Engine):
                        top_k: int) -> dict[str, Any]:
         payload: dict[str, Any] = {**self._inputs(seqs, ovs),
                                    "sampling_params": {"max_new_tokens": 0, "temperature": 0.0},
-                                   "return_logprob": True, "logprob_start_len": start, "stream": False}
+                                   # SGLang's first input entry is always None (no log-prob for the
+                                   # token at logprob_start_len), so start one earlier; the parser
+                                   # keeps the last len(seq) - start entries.
+                                   "return_logprob": True, "logprob_start_len": start - 1, "stream": False}
         if top_k:
             payload["top_logprobs_num"] = top_k
         if "input_embeds" in payload:

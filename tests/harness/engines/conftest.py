@@ -127,21 +127,23 @@ class FakeSGLang:
                 "prompt_tokens": len(ids), "completion_tokens": n, "cached_tokens": 0}
         if body.get("return_logprob"):
             meta["output_token_logprobs"] = [[lp(len(ids) + k, t), t, None] for k, t in enumerate(gen)]
+            # As SGLang's scheduler does: entries from logprob_start_len on, the first padded with
+            # None (the logits before it are not computed).
             start = body.get("logprob_start_len", -1)
             if start is not None and start >= 0:
                 toks = list(ids)
                 if self.misalign:
                     toks = [t + 1 for t in toks]
-                meta["input_token_logprobs"] = [[None if p == 0 else lp(p, toks[p]), toks[p], None]
+                meta["input_token_logprobs"] = [[None if p == start else lp(p, toks[p]), toks[p], None]
                                                 for p in range(start, len(ids))]
                 k = body.get("top_logprobs_num") or 0
                 if k:
-                    meta["input_top_logprobs"] = [None if p == 0 else [[lp(p, c), c, None] for c in range(k)]
+                    meta["input_top_logprobs"] = [None if p == start else [[lp(p, c), c, None] for c in range(k)]
                                                   for p in range(start, len(ids))]
                 want = body.get("token_ids_logprob")
                 if want:
                     want_row = want[row] if isinstance(want[0], list) else want
-                    meta["input_token_ids_logprobs"] = [None if p == 0 else [[lp(p, c), c, None] for c in want_row]
+                    meta["input_token_ids_logprobs"] = [None if p == start else [[lp(p, c), c, None] for c in want_row]
                                                         for p in range(start, len(ids))]
         return {"text": " ".join(map(str, gen)), "output_ids": gen, "meta_info": meta}
 

@@ -67,7 +67,7 @@ def test_score_payload_and_alignment(fake):
     out = eng.score(seqs, top_k=3, start=2)
     (body,) = posts(fake)
     assert body == {"input_ids": seqs, "sampling_params": {"max_new_tokens": 0, "temperature": 0.0},
-                    "return_logprob": True, "logprob_start_len": 2, "top_logprobs_num": 3, "stream": False}
+                    "return_logprob": True, "logprob_start_len": 1, "top_logprobs_num": 3, "stream": False}
     s = out[0]
     assert s.start == 2 and len(s) == 3
     assert torch.allclose(s.token_logprobs, torch.tensor([lp(p, seqs[0][p]) for p in (2, 3, 4)]))
@@ -76,7 +76,7 @@ def test_score_payload_and_alignment(fake):
     # Different starts go out as separate requests; top_k=0 asks for no top log-probs.
     eng.score(seqs, top_k=0, start=[1, 3])
     bodies = posts(fake)[1:]
-    assert [(b["input_ids"], b["logprob_start_len"]) for b in bodies] == [([seqs[0]], 1), ([seqs[1]], 3)]
+    assert [(b["input_ids"], b["logprob_start_len"]) for b in bodies] == [([seqs[0]], 0), ([seqs[1]], 2)]
     assert all("top_logprobs_num" not in b for b in bodies)
     fake.misalign = True
     with pytest.raises(EngineError, match="aligned"):
@@ -98,7 +98,7 @@ def test_overrides_as_input_embeds(fake):
     # Scoring an embeds request asks for the real next tokens by id.
     s = eng.score([[5, 9, 9, 6, 3]], top_k=2, start=3, overrides=[ov])[0]
     body = posts(fake)[-1]
-    assert body["token_ids_logprob"] == [[3, 6]] and body["logprob_start_len"] == 3
+    assert body["token_ids_logprob"] == [[3, 6]] and body["logprob_start_len"] == 2
     assert torch.allclose(s.token_logprobs, torch.tensor([lp(3, 6), lp(4, 3)]))
     with pytest.raises(SGLangFeatureError, match="embedding"):
         SGLangEngine(fake.url).generate([[5, 9]], SamplingParams(), overrides=[EmbedOverride([1], lat[:1])])
