@@ -115,7 +115,12 @@ class Episode:
     version: int = TRACE_VERSION
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (model output can hold one): escape it, it reads back alike
+            text = json.dumps(asdict(self), ensure_ascii=True, separators=(",", ":"))
+        return text
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Episode:

@@ -45,7 +45,6 @@ Mode = Literal["multi_step", "multi_turn"]
 DECODE_FAILURE_REPLY = "Please do not ask me any questions, use the known conditions to solve the problem"
 MULTI_TURN_ERROR_TEXT = "Error during execution: {str(e)}"  # upstream forgot the f-prefix
 _METHOD_CALL = re.compile(r"\b([a-zA-Z_]\w*)\s*(?=\()")
-_CALL_REQUEST = re.compile(r"\[.*\]")  # no DOTALL, like upstream: one line must hold [..]
 
 
 class _Unrunnable(Exception):
@@ -132,9 +131,19 @@ def _why_unrunnable(kwargs: dict[Any, Any]) -> str | None:
     return None
 
 
+def _holds_brackets(message: str) -> bool:
+    """Upstream's ``re.search(r"\[.*\]", message)`` (no DOTALL: one line holds ``[`` then ``]``), in linear
+    time: the regex backtracks quadratically on a line of many ``[`` (40 s for 100k)."""
+    for line in message.split("\n"):
+        first = line.find("[")
+        if first != -1 and line.rfind("]") > first:
+            return True
+    return False
+
+
 def is_execution_request(message: Any) -> bool:
     """multi_turn routing: the message goes to execution when it holds ``[...]`` and decodes."""
-    if not isinstance(message, str) or not _CALL_REQUEST.search(message):
+    if not isinstance(message, str) or not _holds_brackets(message):
         return False
     try:
         decode_execution_message(message, "multi_turn")

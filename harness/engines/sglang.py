@@ -121,7 +121,7 @@ class SGLangEngine(Engine):
             if e.code in (404, 405):
                 raise SGLangFeatureError(f"SGLang server at {self.base_url} has no {method} {path} "
                                          f"(HTTP {e.code}); is it an SGLang server, and which version?") from None
-            if e.code == 400 and ("positional_embed_overrides" in detail or "input_embeds" in detail):
+            if e.code in (400, 422) and ("positional_embed_overrides" in detail or "input_embeds" in detail):
                 raise SGLangFeatureError(f"SGLang server rejected the embedding request: {detail}") from None
             raise EngineError(f"SGLang {method} {path} failed with HTTP {e.code}: {detail}") from None
         except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as e:

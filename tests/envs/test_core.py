@@ -37,6 +37,10 @@ def test_partial_credit_and_errors_are_counted():
     assert step.n_tool_errors == 2
     assert "unknown tool 'fly'" in step.calls[1].error
     assert "missing required argument(s) for add_to_cart: item" in step.calls[2].error
+    _, _, _, _, info = env.step(act(("add_to_cart", {"item": "apple", "qty": "x"}), ("price", {"thing": "apple"})))
+    assert info["step"].n_tool_errors == 2
+    assert "argument 'qty' of add_to_cart must be an integer, got str" in info["step"].calls[0].error
+    assert "unknown argument(s) for price: thing" in info["step"].calls[1].error
     _, _, _, _, info = env.step('<tool_call>{"name": "checkout", "arguments": {</tool_call>')
     assert info["step"].n_parse_errors == 1 and not info["step"].calls[0].executed
     env.step(act(("checkout", {})))

@@ -56,14 +56,13 @@ def test_pythonic_parser_never_raises(text):
 def test_huge_and_deeply_nested_actions():
     env = ShopEnv()
     env.reset(seed=0)
-    deep = {"item": "apple"}
-    for _ in range(5000):
-        deep = {"x": deep}
+    deep = '{"x": ' * 5000 + '{"item": "apple"}' + "}" * 5000  # json.dumps itself would recurse too deep
     huge_args = '{"name": "price", "arguments": ' + json.dumps({"item": "a" * 2_000_000}) + "}"
     nested = '{"name": "add_to_cart", "arguments": ' + "[" * 200_000 + "]" * 200_000 + "}"
     for text in [
         "<tool_call>" + huge_args + "</tool_call>",
         "<tool_call>" + nested + "</tool_call>",
+        '<tool_call>{"name": "price", "arguments": ' + deep + "}</tool_call>",
         "<tool_call>" + '{"name": "add_to_cart", "arguments": {"item": ' + "[" * 50 + "1" + "]" * 50 + "}}</tool_call>",
         "x" * 3_000_000,
         "<tool_call>" * 10_000,

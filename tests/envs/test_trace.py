@@ -34,6 +34,18 @@ def test_round_trip_is_byte_exact(tmp_path):
     assert eps[0].steps[1].logprobs == [-math.inf] and eps[0].n_tool_calls == 2
 
 
+def test_lone_surrogate_in_model_output_is_written_and_read_back(tmp_path):
+    ep = make_episode(0)
+    ep.steps[0].text = "bad \ud800 half"  # decodable model output can still hold one
+    path = tmp_path / "s.jsonl"
+    write_traces(path, [ep])
+    (back,) = read_traces(path)
+    assert back == ep
+    copy = tmp_path / "c.jsonl"
+    write_traces(copy, [back])
+    assert copy.read_bytes() == path.read_bytes()
+
+
 def test_append_without_rewriting(tmp_path):
     path = tmp_path / "t.jsonl"
     write_traces(path, [make_episode(0)])

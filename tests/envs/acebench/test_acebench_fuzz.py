@@ -1,6 +1,7 @@
 """Fuzzing: no model output makes the decoder, the checkers, the executor or the envs raise."""
 
 import math
+import re
 
 import pytest
 from conftest import doc, needs_data
@@ -8,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envs.acebench.decode import decode_prompt
-from envs.acebench.executor import AgentRuntime
+from envs.acebench.executor import AgentRuntime, _holds_brackets, is_execution_request
 from envs.acebench.normal_checker import check_alternatives, normal_check
 from envs.acebench.scenarios import make_instance, public_methods
 from envs.acebench.special_checker import special_check
@@ -226,3 +227,12 @@ def test_normal_env_never_raises(text, pick, fmt):
     env.reset(options={"task_id": env.tasks[pick].task_id})
     obs, reward, term, *_ = env.step(text)
     assert term and reward in (0.0, 1.0)
+
+
+@given(st.text(alphabet="[]\n\rab(", max_size=30))
+def test_execution_routing_matches_upstreams_regex_in_linear_time(message):
+    assert _holds_brackets(message) == bool(re.search(r"\[.*\]", message))
+
+
+def test_execution_routing_is_fast_on_a_line_of_brackets():
+    assert not is_execution_request("[" * 200_000)  # the regex took ~40 s on 100k

@@ -55,6 +55,7 @@ class FakeSGLang:
         self.info_path, self.accept_positional, self.update_ok = info_path, accept_positional, update_ok
         self.finish = {"type": "length", "matched": None}
         self.misalign = False
+        self.reject_code = 400  # FastAPI's validation errors are 422
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -95,7 +96,8 @@ class FakeSGLang:
                 if unknown:
                     return self._send(400, {"error": {"message": f"unknown fields {sorted(unknown)}"}})
                 if "positional_embed_overrides" in body and not fake.accept_positional:
-                    return self._send(400, {"error": {"message": "positional_embed_overrides: invalid type"}})
+                    return self._send(fake.reject_code,
+                                      {"error": {"message": "positional_embed_overrides: invalid type"}})
                 self._send(200, fake.answer(body))
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

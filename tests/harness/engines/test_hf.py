@@ -72,7 +72,6 @@ def test_per_sequence_stop_tokens(tiny, prompts):
     eng = HFEngine(model, tok)
     free = eng.generate(prompts[:2], GREEDY)
     stop_tok = free[0].token_ids[3]
-    assert stop_tok not in free[1].token_ids[:4] or True
     outs = eng.generate(prompts[:2], SamplingParams(temperature=0, max_new_tokens=10, ignore_eos=True,
                                                     stop_token_ids=[stop_tok]))
     k = free[0].token_ids.index(stop_tok)

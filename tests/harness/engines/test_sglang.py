@@ -112,8 +112,10 @@ def test_positional_overrides(fake):
     assert body["input_ids"] == [[5, 9, 6]]
     assert body["positional_embed_overrides"] == [{"embeds": [[0.5, -0.5]], "positions": [1]}]
     fake.accept_positional = False
-    with pytest.raises(SGLangFeatureError, match="positional_embed_overrides"):
-        eng.generate([[5, 9, 6]], SamplingParams(max_new_tokens=1), overrides=[EmbedOverride([1], lat)])
+    for code in (400, 422):
+        fake.reject_code = code
+        with pytest.raises(SGLangFeatureError, match="positional_embed_overrides"):
+            eng.generate([[5, 9, 6]], SamplingParams(max_new_tokens=1), overrides=[EmbedOverride([1], lat)])
 
 
 def test_update_weights(fake):
