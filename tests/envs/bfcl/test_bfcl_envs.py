@@ -152,12 +152,29 @@ def test_multi_turn_failure_kinds():
     empty[0] = []
     assert check_multi_turn(empty, entry).error_type == "multi_turn:empty_turn_model_response"
     wrong = [[t] for t in gt]
-    wrong[0] = [gt[0][:-1]]
-    assert check_multi_turn(wrong, entry).error_type in ("multi_turn:instance_state_mismatch",
-                                                         "multi_turn:execution_response_mismatch")
+    wrong[0] = [gt[0][:-1]]  # drops the mv: the file system differs
+    assert check_multi_turn(wrong, entry).error_type == "multi_turn:instance_state_mismatch"
     run = MultiTurnRun(entry)
-    run.step(["ls()"])  # a read-only call: state equal, but the turn's results are missing
-    assert run.end_turn() is not None
+    run.step(["ls()"])  # a read-only call, but turn 0's mkdir and mv are missing: the state differs
+    assert run.end_turn().error_type == "multi_turn:instance_state_mismatch"
+
+
+def test_multi_turn_response_check():
+    # Turn 1 is cd + grep; the grep is read-only, so dropping it leaves the state equal and only the
+    # response check (the grep's matching lines are not among the model's results) can fail the entry.
+    entry = entries_by_id("multi_turn_base")["multi_turn_base_0"]
+    gt = [list(t) for t in entry.answer]
+    assert gt[1][1].startswith("grep(")
+    dropped = [[t] for t in gt]
+    dropped[1] = [gt[1][:1]]
+    verdict = check_multi_turn(dropped, entry)
+    assert verdict.error_type == "multi_turn:execution_response_mismatch"
+    assert "turn 1" in verdict.error[0] and "budget analysis" in verdict.error[1]["missing_items"][0]
+    run = MultiTurnRun(entry)  # the same through the env's turn-by-turn runner
+    run.step(gt[0])
+    assert run.end_turn() is None
+    run.step(gt[1][:1])
+    assert run.end_turn().error_type == "multi_turn:execution_response_mismatch"
 
 
 def test_executor_rules():
