@@ -37,6 +37,12 @@ def test_score_ground_truth_files(tmp_path, capsys, fmt):
     assert "Multi Turn Miss Param 100.00% 200/200" in table
     assert "Live Relevance Detection 100.00% 18/18" in table
     assert "Java Simple AST N/A" in table
+    # Unscored categories count as 0 with their data size: live = 18 / 2,251 (all six live files),
+    # non-live = (0.98 / 3) / 5, multi-turn = 1 / 4, overall = their mean.
+    assert "Live Overall Acc 0.80%" in table
+    assert "Non-Live Overall Acc 6.53%" in table
+    assert "Multi Turn Overall Acc 25.00%" in table
+    assert "Overall Acc 10.78%" in table.splitlines()
     lines = [json.loads(x) for x in out_file.read_text().splitlines()]
     assert len(lines) == 50 + 200 + 18
     assert set(lines[0]) == {"id", "category", "valid", "error_type", "error"}
