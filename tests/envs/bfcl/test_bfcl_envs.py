@@ -6,6 +6,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import envs  # noqa: F401  (registers the ids)
+from envs.bfcl import data
 from envs.bfcl.data import entries_by_id
 from envs.bfcl.execution import ApiSession
 from envs.bfcl.multi_turn import MAX_STEPS_PER_TURN, MultiTurnRun, check_multi_turn
@@ -14,6 +15,7 @@ from envs.bfcl.replay import ground_truth_output
 from envs.bfcl.scoring import score_entry
 from envs.data import has_data
 from envs.protocol import render_tool_calls
+from envs.registry import registered_ids
 
 pytestmark = pytest.mark.skipif(not has_data("bfcl_v3"), reason="BFCL-v3 data not found; set LOPD_DATA_DIR")
 
@@ -25,6 +27,18 @@ def test_check_env_passes(category, fmt):
     try:
         check_env(env.unwrapped, skip_render_check=False)
     finally:
+        env.close()
+
+
+def test_registered_envs_hold_all_4441_entries_and_each_resets():
+    ids = [i for i in registered_ids() if i.startswith("lopd/bfcl-v3-")]
+    envs_ = [gym.make(i).unwrapped for i in ids]
+    assert [e.category for e in envs_] == data.CATEGORIES == CATEGORIES
+    assert sum(len(e.tasks) for e in envs_) == 4441
+    for env in envs_:
+        for task in env.tasks:
+            _, info = env.reset(options={"task_id": task.task_id})
+            assert info["task_id"] == task.task_id and info["category"] == env.category
         env.close()
 
 
