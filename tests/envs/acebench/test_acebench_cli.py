@@ -56,6 +56,45 @@ def test_scores_ground_truth_results(gt_results, tmp_path, capsys):
     assert {r["id"] for r in rows if not r["valid"]} == expected_invalid
 
 
+def _summary_line(table, key):
+    """The table's last line starting with ``key``, spaces squashed (the last "summary" is the score)."""
+    return [" ".join(line.split()) for line in table.splitlines() if line.split()[:1] == [key]][-1]
+
+
+def test_zh_results(tmp_path, capsys):
+    irrelevant = [
+        ("special_irrelevant_0", "由于函数的限制，Due to the limitations of the function, I cannot solve it."),
+        ("special_irrelevant_1", "由于函数的限制，我无法解决这个问题。"),  # no English phrase: fails, as upstream
+        ("special_irrelevant_2", "the limitations of the function"),
+    ]
+    (tmp_path / "data_special_irrelevant_result.json").write_text(
+        "".join(json.dumps({"id": i, "result": r}, ensure_ascii=False) + "\n" for i, r in irrelevant),
+        encoding="utf-8",
+    )
+    # zh's special_error_param_0 answer is {'time_range': ['10点到16点']} (en's is a different entry)
+    error_param = "There is incorrect value (10点到16点) for the parameters (time_range)."
+    (tmp_path / "data_special_error_param_result.json").write_text(
+        json.dumps({"id": "special_error_param_0", "result": error_param}, ensure_ascii=False) + "\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "zh.jsonl"
+    assert main(["score", "acebench", "--results", str(tmp_path), "--language", "zh", "--out", str(out)]) == 0
+    table = capsys.readouterr().out
+    rows = {r["id"]: r for r in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
+    assert len(rows) == 50 + 50
+    assert [rows[i]["valid"] for i, _ in irrelevant] == [True, False, True]
+    assert rows["special_irrelevant_1"]["error_type"] == "error_detection"
+    assert rows["special_irrelevant_3"]["error_type"] == "missing_result"
+    assert rows["special_error_param_0"]["valid"] is True
+    assert _summary_line(table, "special_irrelevant") == "special_irrelevant 0.040 2/50"
+    assert _summary_line(table, "special_summary") == "special_summary 0.020"  # (0 + 1/50 + 2/50) / 3
+    assert _summary_line(table, "summary") == "summary 0.005"  # round(0.2676 * 0.02, 3)
+    # the same files scored as en: error_param_0 is another entry there, so it fails
+    assert main(["score", "acebench", "--results", str(tmp_path), "--language", "en", "--out", str(out)]) == 0
+    assert _summary_line(capsys.readouterr().out, "summary") == "summary 0.003"  # round(0.2676 * 0.04 / 3, 3)
+    assert json.loads(out.read_text(encoding="utf-8").splitlines()[0])["error_type"] == "error_correction"
+
+
 def test_bad_and_partial_inputs_never_crash(gt_results, tmp_path, capsys):
     assert main(["score", "acebench", "--results", str(tmp_path / "nope")]) == 2
     assert main(["score", "acebench", "--results", str(tmp_path)]) == 2  # no result files
