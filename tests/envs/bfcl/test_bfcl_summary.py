@@ -7,13 +7,14 @@ from envs.bfcl.scoring import format_summary, summarize
 COUNTS = {
     "simple": (3, 4), "java": (1, 2), "javascript": (0, 1), "multiple": (1, 5), "parallel": (2, 2),
     "parallel_multiple": (1, 4), "irrelevance": (3, 10),
-    "live_simple": (2, 3), "live_multiple": (10, 20), "live_parallel": (0, 1), "live_parallel_multiple": (1, 2),
-    "live_irrelevance": (30, 40), "live_relevance": (1, 4),
+    "live_simple": (2, 3), "live_multiple": (10, 20), "live_parallel": (0, 1),
+    "live_parallel_multiple": (1, 2), "live_irrelevance": (30, 40), "live_relevance": (1, 4),
     "multi_turn_base": (1, 2), "multi_turn_miss_func": (0, 3), "multi_turn_miss_param": (3, 4),
     "multi_turn_long_context": (1, 1),
 }
 
-# non-live = unweighted mean of [mean(simple, java, javascript), multiple, parallel, parallel_multiple, irrelevance]
+# non-live = unweighted mean of [mean(simple, java, javascript), multiple, parallel, parallel_multiple,
+# irrelevance]
 SIMPLE = (3 / 4 + 1 / 2 + 0 / 1) / 3                           # 5/12
 NON_LIVE = (SIMPLE + 1 / 5 + 2 / 2 + 1 / 4 + 3 / 10) / 5       # 13/30
 NON_LIVE_AST = (SIMPLE + 1 / 5 + 2 / 2 + 1 / 4) / 4            # 7/15
