@@ -45,12 +45,27 @@ _CALL_NAME = re.compile(r"\b([a-zA-Z_]\w*)\s*(?=\()")
 MAX_CALL_CHARS = 200_000
 
 
+INSTALL_HINT = "pip install --no-deps bfcl-eval==2025.8.6.2"
+"""How to get the simulated API classes (the wheel's declared deps are model SDKs they never import)."""
+
+
 @lru_cache(maxsize=None)
 def api_class(name: str) -> type:
-    """The official simulated class (imported from the bfcl-eval wheel)."""
+    """The official simulated class (imported from the bfcl-eval wheel).
+
+    Raises ImportError naming :data:`INSTALL_HINT` when the wheel (or the module of that class in it)
+    is not installed; a missing dependency of an installed wheel is raised as it is.
+    """
     if name not in CLASS_MODULES:
         raise KeyError(f"unknown BFCL API class {name!r}")
-    return getattr(importlib.import_module(f"{_PACKAGE}.{CLASS_MODULES[name]}"), name)
+    module = f"{_PACKAGE}.{CLASS_MODULES[name]}"
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ModuleNotFoundError as e:
+        if not e.name or not (module == e.name or module.startswith(e.name + ".")):
+            raise
+        raise ImportError(f"BFCL multi-turn execution needs {name} from the bfcl-eval wheel, but {e.name!r} "
+                          f"cannot be imported; install it with: {INSTALL_HINT}", name=e.name) from e
 
 
 @lru_cache(maxsize=None)
