@@ -14,7 +14,9 @@ Process tree of one execution in full isolation (root)::
 
 The monitor relays stdin, caps stdout/stderr, enforces the wall clock and kills init when time is up;
 init exiting makes the kernel kill everything left in the pid namespace, so nothing outlives a run.
-Without root (isolation 'none') the same tree runs without namespaces, chroot or uid change.
+Without root (isolation 'none') the same tree runs without namespaces, chroot or uid change; there the
+monitor's SIGKILL to init's process group (init leads a new session, the worker stays in it) is what
+stops the worker and its children (a program that calls setsid itself escapes it).
 
 Wire format: frames of a 4-byte big-endian length and a payload. Request: a JSON header frame
 (program, files, limits, stdin_len) followed by ``stdin_len`` raw bytes. Reply: one JSON frame.
@@ -242,7 +244,6 @@ def run_program(program: str, workdir: str) -> int:
 
 def _worker_main(req: dict, fds: dict, workdir: str, uid: int | None) -> None:
     try:
-        os.setsid()
         os.dup2(fds["in_r"], 0)
         os.dup2(fds["out_w"], 1)
         os.dup2(fds["err_w"], 2)
@@ -268,6 +269,7 @@ def _worker_main(req: dict, fds: dict, workdir: str, uid: int | None) -> None:
 def _init_main(req: dict, fds: dict, workdir: str, uid: int | None, full: bool) -> None:
     status = b"E"
     try:
+        os.setsid()  # a group the monitor can kill whole (the worker stays in it): see _kill_group
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if full:
             mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
@@ -284,11 +286,6 @@ def _init_main(req: dict, fds: dict, workdir: str, uid: int | None, full: bool) 
             if pid == w:
                 status = b"%d" % st
                 break
-        if not full:  # no pid namespace: take down what is left of the worker's session
-            try:
-                os.killpg(w, signal.SIGKILL)
-            except OSError:
-                pass
     except BaseException as e:
         status = f"E{type(e).__name__}: {e}".encode()
     finally:
@@ -367,6 +364,14 @@ def _read_all(fd: int) -> bytes:
         out += chunk
 
 
+def _kill_group(pid: int) -> None:
+    """SIGKILL init's process group: without a pid namespace ('none') nothing else stops the worker."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass  # init never got to setsid, or the group is already empty
+
+
 def _relay(conn: socket.socket, req: dict, pid: int, in_w: int, out_r: int, err_r: int, t0: float) -> dict:
     """Feed stdin from the host, collect capped output, enforce the deadline; reap ``pid``."""
     limits = req["limits"]
@@ -406,6 +411,7 @@ def _relay(conn: socket.socket, req: dict, pid: int, in_w: int, out_r: int, err_
             now = time.monotonic()
             if not exited and pidfd is None and os.waitpid(pid, os.WNOHANG)[0] == pid:
                 exited, exit_time = True, now
+                _kill_group(pid)  # leftovers of the worker (init only exits after it)
             if exited and (not open_outs or now - exit_time > 0.5):
                 break  # in 'none' isolation an escaped orphan may hold the pipe: do not wait on it
             if now >= deadline and not exited:
@@ -456,6 +462,7 @@ def _relay(conn: socket.socket, req: dict, pid: int, in_w: int, out_r: int, err_
                     os.waitpid(pid, 0)
                     sel.unregister(pidfd)
                     exited, exit_time = True, time.monotonic()
+                    _kill_group(pid)
             if stdin_left == 0 and not pending and in_state == "open":
                 close_in()
     finally:
@@ -468,6 +475,7 @@ def _relay(conn: socket.socket, req: dict, pid: int, in_w: int, out_r: int, err_
                 os.waitpid(pid, 0)
             except ChildProcessError:
                 pass
+        _kill_group(pid)  # timeout or output cap: the worker and its children (init can fork no more)
         if pidfd is not None:
             os.close(pidfd)
         close_in()

@@ -3,6 +3,7 @@
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -138,6 +139,46 @@ def test_none_isolation_still_limits_and_cleans(tmp_path):
         workdir = r.stdout.decode().strip()
         assert not os.path.exists(workdir)  # removed after the run
         assert sb.run("while True: pass", limits=Limits(timeout_s=0.5)).timed_out
+
+
+def _gone(pid: int, within_s: float = 2.0) -> bool:
+    """``pid`` has exited (a zombie counts: whoever adopted it may reap lazily)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize(
+    "how,program,limits",
+    [  # write_pid records the process that must not outlive the run
+        ("timeout", "write_pid(os.getpid())\ntime.sleep(40)", Limits(timeout_s=0.5)),
+        ("timeout", "write_pid(os.getpid())\nwhile True: pass", Limits(timeout_s=0.5)),
+        (  # a child sleeps while its parent floods the output
+            "output cap",
+            "if os.fork() == 0:\n    write_pid(os.getpid())\n    time.sleep(40)\n"
+            "while True: print('x' * 4096)",
+            Limits(timeout_s=10, max_output_bytes=100_000),
+        ),
+    ],
+)
+def test_none_isolation_kills_the_whole_process_group(tmp_path, how, program, limits):
+    pid_file = tmp_path / "pid"
+    prelude = (
+        "import os, time\n"
+        f"def write_pid(pid):\n    open({str(pid_file)!r}, 'w').write(str(pid))\n"
+    )
+    with make_sandbox(SandboxConfig(isolation="none")) as sb:
+        r = sb.run(prelude + program, limits=limits)
+    assert (r.timed_out if how == "timeout" else r.output_truncated), r
+    pid = int(pid_file.read_text())
+    assert _gone(pid), f"pid {pid} outlived the run ({how})"
 
 
 def test_full_isolation_without_root_is_a_clear_error():
