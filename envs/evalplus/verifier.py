@@ -24,7 +24,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -39,6 +39,9 @@ _PROGRAM = compose_program(
     (_HERE.parent / "sandbox" / "guest.py").read_text(), (_HERE / "sandbox_program.py").read_text()
 )
 PRELOAD = ("numpy", "evalplus.eval", "evalplus.eval.utils", "marshal", "pickle", "multiprocessing")
+LIMITS = Limits(memory_mb=16384, nproc=64, max_output_bytes=64 << 20)
+"""Limits of every grading run (the time limits are set per task). They are also the verifier's
+sandbox defaults, so the docker backend's warm pool holds containers that fit these runs."""
 
 
 @dataclass
@@ -97,7 +100,9 @@ class EvalPlusVerifier:
         self.dataset, self.mode = dataset, mode
         self.problems = load_problems(dataset)
         self._own_sandbox = sandbox is None
-        self.sandbox = sandbox or make_sandbox(sandbox_config, preload=PRELOAD)
+        self.sandbox = sandbox or make_sandbox(
+            replace(sandbox_config or SandboxConfig(), limits=LIMITS), preload=PRELOAD
+        )
         self.min_time_limit = DEFAULT_MIN_TIME_LIMIT if min_time_limit is None else min_time_limit
         self.factor = DEFAULT_GT_TIME_LIMIT_FACTOR if gt_time_limit_factor is None else gt_time_limit_factor
         self._blobs: OrderedDict[str, tuple[bytes, bytes, float]] = OrderedDict()
@@ -167,13 +172,7 @@ class EvalPlusVerifier:
         }
         phases, expected, budget = self._task_blobs(task_id)
         stdin = _frame(pickle.dumps(job, protocol=4)) + phases + expected
-        limits = Limits(
-            timeout_s=budget + 15.0,
-            cpu_s=int(budget) + 30,
-            memory_mb=16384,
-            nproc=64,
-            max_output_bytes=64 << 20,
-        )
+        limits = replace(LIMITS, timeout_s=budget + 15.0, cpu_s=int(budget) + 30)
         result = self.sandbox.run(_PROGRAM, stdin=stdin, limits=limits)
         return self._parse(task_id, result)
 

@@ -17,7 +17,7 @@ import json
 import struct
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -53,6 +53,9 @@ PRELOAD = (
     "io",
     "typing",
 )
+LIMITS = Limits(memory_mb=16384, nproc=64, max_output_bytes=64 << 20)
+"""Limits of every grading run (the time limits are set per problem). They are also the verifier's
+sandbox defaults, so the docker backend's warm pool holds containers that fit these runs."""
 
 
 @dataclass
@@ -112,7 +115,9 @@ class LCBVerifier:
             raise ValueError(f"mode must be 'official' or 'strict', got {mode!r}")
         self.mode, self.timeout = mode, int(timeout)
         self._own_sandbox = sandbox is None
-        self.sandbox = sandbox or make_sandbox(sandbox_config, preload=PRELOAD)
+        self.sandbox = sandbox or make_sandbox(
+            replace(sandbox_config or SandboxConfig(), limits=LIMITS), preload=PRELOAD
+        )
 
     def close(self) -> None:
         if self._own_sandbox:
@@ -149,9 +154,7 @@ class LCBVerifier:
             tail = _frame(json.dumps(sample["outputs"]).encode())
         stdin = _frame(json.dumps(job).encode()) + tail
         budget = (self.timeout + 1) * n + 5
-        limits = Limits(
-            timeout_s=budget + 15.0, cpu_s=budget + 30, memory_mb=16384, nproc=64, max_output_bytes=64 << 20
-        )
+        limits = replace(LIMITS, timeout_s=budget + 15.0, cpu_s=budget + 30)
         return self._parse(problem.question_id, self.sandbox.run(_PROGRAM, stdin=stdin, limits=limits))
 
     def _parse(self, qid: str, r: ExecResult) -> LCBVerdict:

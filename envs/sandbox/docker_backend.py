@@ -146,6 +146,8 @@ class DockerSandbox(Sandbox):
         return _Slot(cid, sock)
 
     def _pool_key(self, limits: Limits) -> tuple:
+        """What a container fixes when created (cgroup memory, pids, tmpfs size). A warm container
+        serves a run whose key equals the pool's (its config's limits); the other limits apply per run."""
         return (limits.memory_mb, limits.nproc, limits.tmpfs_mb)
 
     def _fill(self) -> None:

@@ -1,10 +1,13 @@
 """The docker backend: clear errors when it cannot run, one container per execution, cleanup."""
 
+import json
+import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 
-from envs.sandbox import Limits, SandboxConfig, SandboxUnavailable, make_sandbox
+from envs.sandbox import ExecResult, Limits, SandboxConfig, SandboxUnavailable, make_sandbox
 from envs.sandbox.docker_backend import check_image, docker_client
 
 
@@ -83,3 +86,97 @@ def test_contract_matches_the_local_backend(docker_sandbox):
     assert r.exit_code is None and r.signal == signal.SIGSEGV
     r = docker_sandbox.run("while True: pass", limits=Limits(timeout_s=1))
     assert r.timed_out
+
+
+# ---- the warm pool, without a daemon ----------------------------------------------------------------
+class _FakeDockerAPI:
+    """Just enough of docker's low-level API for the pool: containers are ids, nothing runs."""
+
+    def __init__(self):
+        self.created: list[tuple[str, dict]] = []  # (creating thread, host config)
+        self._lock = threading.Lock()
+
+    def create_host_config(self, **kw):
+        return kw
+
+    def create_container(self, image, **kw):
+        with self._lock:
+            self.created.append((threading.current_thread().name, kw["host_config"]))
+            return {"Id": f"fake-{len(self.created)}"}
+
+    def attach_socket(self, cid, params):
+        return SimpleNamespace(close=lambda: None)
+
+    def start(self, cid):
+        pass
+
+    def remove_container(self, cid, force=False):
+        pass
+
+
+@pytest.fixture
+def fake_docker(monkeypatch):
+    from envs.sandbox import docker_backend
+
+    api = _FakeDockerAPI()
+    client = SimpleNamespace(api=api, containers=SimpleNamespace(list=lambda **kw: []))
+    monkeypatch.setattr(docker_backend, "docker_client", lambda base_url=None: client)
+    monkeypatch.setattr(docker_backend, "check_image", lambda client, image: None)
+    return api
+
+
+def _lcb_jobs(verifier):
+    from envs.livecodebench.data import parse_row
+
+    def problem(qid, tests, meta):
+        return parse_row(
+            {
+                "question_id": qid,
+                "question_content": "q",
+                "contest_date": "2024-01-15T00:00:00",
+                "public_test_cases": json.dumps(tests),
+                "metadata": json.dumps(meta),
+            }
+        )
+
+    one = problem("p1", [{"input": "1\n", "output": "1\n", "testtype": "stdin"}], {})
+    two = problem("p2", [{"input": "1", "output": "2", "testtype": "functional"}] * 3, {"func_name": "f"})
+    return [
+        lambda: verifier.check(one, "print(input())"),
+        lambda: verifier.check(two, "class Solution: pass"),
+    ]
+
+
+@pytest.mark.parametrize("grader", ["evalplus", "livecodebench"])
+def test_grader_runs_use_warm_containers(fake_docker, grader):
+    cfg = SandboxConfig(backend="docker", docker_pool_size=2)
+    if grader == "evalplus":
+        from envs.data import has_data
+
+        if not has_data("evalplus"):
+            pytest.skip("EvalPlus data not found; set LOPD_DATA_DIR")
+        from envs.evalplus.verifier import EvalPlusVerifier
+
+        v = EvalPlusVerifier("humaneval", mode="strict", sandbox_config=cfg)
+        jobs = [lambda t=t: v.check(t, "def f():\n    pass\n") for t in ("HumanEval/0", "HumanEval/2")]
+    else:
+        from envs.livecodebench.verifier import LCBVerifier
+
+        v = LCBVerifier(mode="strict", sandbox_config=cfg)
+        jobs = _lcb_jobs(v)
+    sb, keys = v.sandbox, []
+    acquire = sb._acquire
+    sb._acquire = lambda limits: keys.append(sb._pool_key(limits)) or acquire(limits)
+    sb._talk = lambda *a: ExecResult(None, backend="docker", error="not run: fake daemon")
+    try:
+        for job in jobs:  # different time limits per task: the pool must serve them all
+            deadline = time.monotonic() + 10
+            while sb._pool.qsize() < cfg.docker_pool_size and time.monotonic() < deadline:
+                time.sleep(0.01)
+            job()
+    finally:
+        v.close()
+    assert len(keys) == 2 and set(keys) == {sb._pool_key(sb.config.limits)}
+    # every container came warm from the pool's filler, and holds what a grading run needs
+    assert fake_docker.created and all(t == "lopd-docker-pool" for t, _ in fake_docker.created)
+    assert {hc["mem_limit"] for _, hc in fake_docker.created} == {"16384m"}
