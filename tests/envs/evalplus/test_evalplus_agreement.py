@@ -1,5 +1,6 @@
 """Agreement with evalplus 0.3.1 itself: its ``check_correctness`` (what ``evalplus.evaluate`` runs per
-sample) and our env must give identical base/plus statuses on canonical and mutated solutions.
+sample) and our env must give identical base/plus statuses on canonical and mutated solutions, on the
+local and the docker sandbox backends (docker skips with the reason when its daemon or image is missing).
 
 The subset (cheap HumanEval+ and MBPP+ tasks, special oracles included) keeps this inside the test
 budget; benchmarks/bench_evalplus.py compares all 164 HumanEval+ canonical solutions.
@@ -10,12 +11,14 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from envs.data import has_data
+from envs.sandbox import SandboxConfig
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not has_data("evalplus"), reason="EvalPlus data not found; set LOPD_DATA_DIR"),
 ]
 
+BACKENDS = ["local", pytest.param("docker", marks=pytest.mark.docker)]
 HE_TASKS = [
     "HumanEval/0",
     "HumanEval/2",
@@ -91,11 +94,18 @@ def evalplus_statuses(dataset, problem, solution, expected):
     return r["base"][0], r["plus"][0]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dataset,tasks", [("humaneval", HE_TASKS), ("mbpp", MBPP_TASKS)])
-def test_identical_verdicts_to_evalplus(dataset, tasks):
+def test_identical_verdicts_to_evalplus(dataset, tasks, backend):
     from envs.evalplus.data import expected_outputs, load_problems
     from envs.evalplus.verifier import EvalPlusVerifier
 
+    if backend == "docker":
+        from envs.sandbox.docker_backend import docker_unavailable_reason
+
+        if reason := docker_unavailable_reason():
+            pytest.skip(f"docker sandbox unavailable: {reason}")
+    cfg = SandboxConfig(backend=backend)
     problems = load_problems(dataset)
     cases = [(tid, name, sol, fake) for tid in tasks for name, sol, fake in variants(problems[tid])]
     with ThreadPoolExecutor(2) as pool:
@@ -106,9 +116,10 @@ def test_identical_verdicts_to_evalplus(dataset, tasks):
             )
         )
     with (
-        EvalPlusVerifier(dataset, mode="official") as official,
-        EvalPlusVerifier(dataset, mode="strict") as strict,
+        EvalPlusVerifier(dataset, mode="official", sandbox_config=cfg) as official,
+        EvalPlusVerifier(dataset, mode="strict", sandbox_config=cfg) as strict,
     ):
+        assert official.sandbox.name == strict.sandbox.name == backend
         ours_official = official.check_many([(c[0], c[2]) for c in cases], workers=2)
         ours_strict = strict.check_many([(c[0], c[2]) for c in cases], workers=2)
     mismatches = []
