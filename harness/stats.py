@@ -171,6 +171,25 @@ def table_rows(groups: dict[str, GroupStats]) -> list[dict[str, Any]]:
     return rows
 
 
+def tool_rows(groups: dict[str, GroupStats], names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """The distribution of calls per tool: per group, each tool's count and share of the group's calls.
+
+    Rows carry ``metric="calls_by_tool"`` so they can follow :func:`table_rows` in one CSV or JSON
+    list; most called tools first.
+
+    >>> g = GroupStats(calls_by_tool=Counter({"b": 1, "a": 3}))
+    >>> [(r["tool"], r["count"], r["share"]) for r in tool_rows({"x": g})]
+    [('a', 3, 0.75), ('b', 1, 0.25)]
+    """
+    rows = []
+    for g in (list(groups) if names is None else names):
+        counts = groups[g].calls_by_tool
+        total = sum(counts.values())
+        for tool, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            rows.append({"group": g, "metric": "calls_by_tool", "tool": tool, "count": n, "share": n / total})
+    return rows
+
+
 def compare_rows(groups: dict[str, GroupStats], a: str, b: str) -> list[dict[str, Any]]:
     """The paper's vanilla -> trained layout: per metric, A, B, B - A and the relative change."""
     missing = [g for g in (a, b) if g not in groups]
@@ -196,7 +215,10 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
     cells = [[cell(r[c]) for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(row, widths))) for row in cells]
-    return "\n".join(lines)
+    numeric = [all(isinstance(r[c], (int, float)) for r in rows) for c in cols]  # numbers right, names left
+
+    def line(values: list[str]) -> str:
+        padded = (v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric))
+        return "  ".join(padded).rstrip()
+
+    return "\n".join([line(cols), line(["-" * w for w in widths]), *map(line, cells)])

@@ -29,23 +29,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _render(rows: list[dict], fmt: str) -> str:
+def _render(rows: list[dict], tools: list[dict], fmt: str) -> str:
+    """The metric rows, then the calls-per-tool rows: one list (JSON), one table (CSV), two tables (text)."""
     from harness.stats import format_table
 
     if fmt == "json":
-        clean = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in rows]
+        clean = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+                 for r in rows + tools]
         return json.dumps(clean, indent=1)
     if fmt == "csv":
+        fields = list(rows[0]) if rows else []
+        fields += [k for k in (tools[0] if tools else {}) if k not in fields]
         buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else [])
+        w = csv.DictWriter(buf, fieldnames=fields, restval="")  # a metric row has no tool, a tool row no mean
         w.writeheader()
-        w.writerows(rows)
+        w.writerows(rows + tools)
         return buf.getvalue()
-    return format_table(rows)
+    text = format_table(rows)
+    if tools:
+        text += "\n\ncalls per tool\n" + format_table([{k: v for k, v in r.items() if k != "metric"} for r in tools])
+    return text
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.stats import collect, compare_rows, table_rows
+    from harness.stats import collect, compare_rows, table_rows, tool_rows
 
     errors: list = []
     groups = collect(args.traces, args.by, skip_bad=args.skip_bad, errors=errors,
@@ -56,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"lopd stats: no episodes found in {', '.join(args.traces)}", file=sys.stderr)
         return 2
     rows = compare_rows(groups, *args.compare) if args.compare else table_rows(groups)
-    text = _render(rows, args.format)
+    text = _render(rows, tool_rows(groups, args.compare), args.format)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             f.write(text + "\n")

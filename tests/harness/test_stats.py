@@ -1,4 +1,6 @@
 """Statistics against hand-counted traces."""
+import csv
+import io
 import json
 import math
 
@@ -6,7 +8,7 @@ import pytest
 
 from envs.trace import CallRecord, Episode, Step, write_traces
 from harness.cli import main
-from harness.stats import collect, compare_rows, episode_stats
+from harness.stats import collect, compare_rows, episode_stats, tool_rows
 
 
 def C(name, args=None, executed=True, error=None, parse_error=None):
@@ -111,3 +113,31 @@ def test_learning_curve_plot(tmp_path, capsys):
     assert plot_learning_curves([m], tmp_path / "curve.png").stat().st_size > 5_000
     with pytest.raises(ValueError, match="has both"):
         plot_learning_curves([m], tmp_path / "x.png", y="missing")
+
+
+def test_calls_by_tool_in_every_format(tmp_path, capsys):
+    a, b = tmp_path / "base.jsonl", tmp_path / "trained.jsonl"
+    write_traces(a, [spray_episode(), spray_episode()])
+    write_traces(b, [sequential_episode()])
+    # base: price 3+3, add_to_cart 2+2, checkout 1+1 (the unparsable block has no name); trained: one each
+    want = {("base", "price", 6, 6 / 12), ("base", "add_to_cart", 4, 4 / 12), ("base", "checkout", 2, 2 / 12),
+            ("trained", "add_to_cart", 1, 0.5), ("trained", "checkout", 1, 0.5)}
+
+    def got(rows):
+        return {(r["group"], r["tool"], int(r["count"]), float(r["share"])) for r in rows
+                if r["metric"] == "calls_by_tool"}
+
+    assert [r["tool"] for r in tool_rows(collect([a]))] == ["price", "add_to_cart", "checkout"]  # most first
+    assert main(["stats", str(a), str(b), "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert got(rows) == want and {r["metric"] for r in rows if "tool" not in r} >= {"calls_per_step"}
+    assert main(["stats", str(a), str(b), "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert got(rows) == want
+    assert main(["stats", str(a), str(b)]) == 0
+    text = capsys.readouterr().out.split("calls per tool\n")[1]
+    assert text.splitlines()[0].split() == ["group", "tool", "count", "share"]
+    assert ["base", "price", "6", "0.5"] in [line.split() for line in text.splitlines()]
+    assert main(["stats", str(a), str(b), "--compare", "base", "trained", "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert got(rows) == want and rows[0]["metric"] == "env_steps" and rows[0]["delta"]
