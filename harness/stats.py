@@ -128,7 +128,10 @@ class GroupStats:
 
 
 def group_key(ep: dict[str, Any], by: GroupBy, path: str | os.PathLike) -> str:
+    """The group of one record (raises TypeError when ``meta`` is not an object)."""
     meta = ep.get("meta") or {}
+    if not isinstance(meta, dict):
+        raise TypeError(f"meta must be an object, got {type(meta).__name__}")
     if by == "env":
         return str(ep.get("env_id"))
     if by == "category":
@@ -138,18 +141,30 @@ def group_key(ep: dict[str, Any], by: GroupBy, path: str | os.PathLike) -> str:
     return str(meta.get("run", Path(path).stem))
 
 
+def trace_file(path: str | os.PathLike) -> Path:
+    """``path`` itself, or ``path/traces.jsonl`` when it is a run directory (as ``lopd eval`` writes)."""
+    path = Path(path)
+    if path.is_dir():
+        if not (path / "traces.jsonl").is_file():
+            raise FileNotFoundError(f"{path} is a directory without a traces.jsonl")
+        return path / "traces.jsonl"
+    return path
+
+
 def collect(paths: Iterable[str | os.PathLike], by: GroupBy = "run", *, skip_bad: bool = False,
             errors: list[TraceError] | None = None, success_threshold: float = 1.0) -> dict[str, GroupStats]:
     """Stream every episode of ``paths`` into per-group statistics.
 
-    A corrupt line raises :class:`TraceError` (file and line) unless ``skip_bad``; skipped lines are
-    appended to ``errors`` so the caller can report them.
+    A path may be a run directory (its ``traces.jsonl`` is read). A corrupt line raises
+    :class:`TraceError` (file and line) unless ``skip_bad``; skipped lines are appended to ``errors``
+    so the caller can report them.
     """
     groups: dict[str, GroupStats] = {}
-    for path in paths:
+    for path in map(trace_file, paths):
         for lineno, ep in iter_records(path, on_error="skip" if skip_bad else "raise", errors=errors):
             try:
                 stats = episode_stats(ep, success_threshold)
+                key = group_key(ep, by, path)
             except (TypeError, AttributeError, ValueError) as e:  # a record of the right version but wrong shape
                 err = TraceError(path, lineno, f"malformed episode: {type(e).__name__}: {e}")
                 if not skip_bad:
@@ -157,7 +172,6 @@ def collect(paths: Iterable[str | os.PathLike], by: GroupBy = "run", *, skip_bad
                 if errors is not None:
                     errors.append(err)
                 continue
-            key = group_key(ep, by, path)
             groups.setdefault(key, GroupStats()).add(stats)
     return groups
 

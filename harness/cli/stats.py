@@ -15,7 +15,7 @@ import sys
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("stats", help="tool-call behaviour statistics from trace files")
-    p.add_argument("traces", nargs="+", help="trace JSONL files")
+    p.add_argument("traces", nargs="+", help="trace JSONL files, or run directories (their traces.jsonl)")
     p.add_argument("--by", choices=["env", "learner", "run", "category"], default="run",
                    help="group episodes by this key (run: meta.run, else the file name)")
     p.add_argument("--compare", nargs=2, metavar=("A", "B"), help="A -> B table with deltas (group names)")
@@ -54,6 +54,8 @@ def _render(rows: list[dict], tools: list[dict], fmt: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from harness.stats import collect, compare_rows, table_rows, tool_rows
 
+    if args.metrics and not args.plot:  # checked first: no reading of traces for a run that plots nothing
+        raise ValueError("--metrics needs --plot DIR (the reward curve is a figure)")
     errors: list = []
     groups = collect(args.traces, args.by, skip_bad=args.skip_bad, errors=errors,
                      success_threshold=args.success_threshold)

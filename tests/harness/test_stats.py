@@ -141,3 +141,28 @@ def test_calls_by_tool_in_every_format(tmp_path, capsys):
     assert main(["stats", str(a), str(b), "--compare", "base", "trained", "--format", "csv"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert got(rows) == want and rows[0]["metric"] == "env_steps" and rows[0]["delta"]
+
+
+def test_bad_meta_directories_and_metrics_without_plot(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    write_traces(bad, [sequential_episode()])
+    with open(bad, "a") as f:
+        f.write(json.dumps({**as_dict(sequential_episode()), "meta": ["not", "an", "object"]}) + "\n")
+    assert main(["stats", str(bad)]) == 2  # a message naming file and line, no traceback
+    assert "bad.jsonl:2: malformed episode" in capsys.readouterr().err
+    assert main(["stats", str(bad), "--skip-bad", "--format", "json"]) == 0
+    assert "skipped" in (cap := capsys.readouterr()).err and "bad.jsonl:2" in cap.err
+    assert {r["n"] for r in json.loads(cap.out) if r["metric"] == "env_steps"} == {1}
+
+    run = tmp_path / "run-a"
+    run.mkdir()
+    write_traces(run / "traces.jsonl", [sequential_episode()])
+    assert main(["stats", str(run), "--format", "json"]) == 0  # a run directory stands for its traces.jsonl
+    assert {r["group"] for r in json.loads(capsys.readouterr().out)} == {"trained"}
+    assert main(["stats", str(tmp_path)]) == 2
+    assert "directory without a traces.jsonl" in capsys.readouterr().err
+
+    m = tmp_path / "metrics.jsonl"
+    m.write_text(json.dumps({"generations": 0, "eval/reward": 0.1}) + "\n")
+    assert main(["stats", str(run), "--metrics", str(m)]) == 2
+    assert "--metrics needs --plot" in capsys.readouterr().err
