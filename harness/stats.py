@@ -128,7 +128,11 @@ class GroupStats:
 
 
 def group_key(ep: dict[str, Any], by: GroupBy, path: str | os.PathLike) -> str:
-    """The group of one record (raises TypeError when ``meta`` is not an object)."""
+    """The group of one record; ``--by run`` without ``meta.run`` names it after its file.
+
+    >>> group_key({}, "run", "runs/base/traces.jsonl"), group_key({}, "run", "runs/base.jsonl")
+    ('base', 'base')
+    """
     meta = ep.get("meta") or {}
     if not isinstance(meta, dict):
         raise TypeError(f"meta must be an object, got {type(meta).__name__}")
@@ -138,7 +142,13 @@ def group_key(ep: dict[str, Any], by: GroupBy, path: str | os.PathLike) -> str:
         return str(meta.get("category", ep.get("env_id")))
     if by == "learner":
         return str(meta.get("learner", "-"))
-    return str(meta.get("run", Path(path).stem))
+    if "run" in meta:
+        return str(meta["run"])
+    path = Path(path)
+    # every run directory holds a traces.jsonl: its folder, not "traces", tells runs apart
+    if path.stem == "traces" and path.parent.name:
+        return path.parent.name
+    return path.stem
 
 
 def trace_file(path: str | os.PathLike) -> Path:

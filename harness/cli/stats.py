@@ -17,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("stats", help="tool-call behaviour statistics from trace files")
     p.add_argument("traces", nargs="+", help="trace JSONL files, or run directories (their traces.jsonl)")
     p.add_argument("--by", choices=["env", "learner", "run", "category"], default="run",
-                   help="group episodes by this key (run: meta.run, else the file name)")
+                   help="group episodes by this key (run: meta.run, else the file name; for traces.jsonl its folder's)")
     p.add_argument("--compare", nargs=2, metavar=("A", "B"), help="A -> B table with deltas (group names)")
     p.add_argument("--format", choices=["text", "csv", "json"], default="text")
     p.add_argument("--out", help="write the table here instead of stdout")

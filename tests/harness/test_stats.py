@@ -166,3 +166,14 @@ def test_bad_meta_directories_and_metrics_without_plot(tmp_path, capsys):
     m.write_text(json.dumps({"generations": 0, "eval/reward": 0.1}) + "\n")
     assert main(["stats", str(run), "--metrics", str(m)]) == 2
     assert "--metrics needs --plot" in capsys.readouterr().err
+
+
+def test_by_run_without_meta_run_names_traces_files_by_folder(tmp_path):
+    for name, ep in (("base", spray_episode()), ("lopd", sequential_episode())):
+        ep.meta.pop("run")
+        (tmp_path / name).mkdir()
+        write_traces(tmp_path / name / "traces.jsonl", [ep])
+    write_traces(tmp_path / "other.jsonl", [Episode("e", "t")])
+    paths = [tmp_path / "base" / "traces.jsonl", tmp_path / "lopd" / "traces.jsonl", tmp_path / "other.jsonl"]
+    groups = collect(paths)
+    assert {g: s.episodes for g, s in groups.items()} == {"base": 1, "lopd": 1, "other": 1}
