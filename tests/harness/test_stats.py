@@ -65,6 +65,24 @@ def test_hand_counted_sequential_episode_and_empty_cases():
     assert no_tokens["first_response_tokens"] is None and no_tokens["tool_error_rate"] is None
 
 
+def test_hand_counted_repeats_within_one_response():
+    # one response: f(a=1) three times (2 repeats), f(a=2) and g(a=1) once (same name or args, not both)
+    ep = Episode("e", "t", steps=[Step(0, "x", calls=[C("f", {"a": 1}), C("f", {"a": 1}), C("f", {"a": 2}),
+                                                      C("g", {"a": 1}), C("f", {"a": 1})])], reward=1.0)
+    s = episode_stats(as_dict(ep))
+    assert (s["repeated_calls"], s["calls_per_step"], s["reward_per_call"]) == (2, 5.0, 0.2)
+    assert s["calls_by_tool"] == {"f": 4, "g": 1} and s["turns_to_first_success"] == 1
+
+
+def test_module_doctests():
+    import doctest
+
+    import harness.stats
+
+    result = doctest.testmod(harness.stats)
+    assert result.failed == 0 and result.attempted > 0
+
+
 def test_grouping_compare_and_cli(tmp_path, capsys):
     a, b = tmp_path / "base.jsonl", tmp_path / "trained.jsonl"
     write_traces(a, [spray_episode(), spray_episode()])
@@ -86,6 +104,15 @@ def test_grouping_compare_and_cli(tmp_path, capsys):
     assert main(["stats", str(a), "--format", "json", "--by", "category"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert {r["group"] for r in data} == {"shop"}
+    assert main(["stats", str(a), str(b), "--format", "csv", "--by", "env"]) == 0
+    rows = [r for r in csv.DictReader(io.StringIO(capsys.readouterr().out)) if r["metric"] == "env_steps"]
+    assert [(r["group"], float(r["mean"]), int(r["n"])) for r in rows] == [("lopd/shop-v0", (4 + 4 + 3) / 3, 3)]
+    m = tmp_path / "run1" / "metrics.jsonl"
+    m.parent.mkdir()
+    m.write_text("\n".join(json.dumps({"generations": g, "eval/reward": g / 100}) for g in (0, 32, 64)) + "\n")
+    assert main(["stats", str(a), "--plot", str(tmp_path / "figs2"), "--metrics", str(m)]) == 0
+    assert (tmp_path / "figs2" / "reward_vs_generations.png").stat().st_size > 5_000
+    assert "reward_vs_generations.png" in capsys.readouterr().err
 
 
 def test_corrupt_and_empty_inputs(tmp_path, capsys):
