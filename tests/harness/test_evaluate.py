@@ -182,6 +182,35 @@ def test_cli_eval_then_stats(model_dir, tmp_path, capsys):
                  "--env-kwargs", "not json"]) == 2
 
 
+@pytest.mark.slow
+def test_eval_then_stats_compare_on_micro(model_dir, tmp_path, capsys):
+    """Issue 9's 'done when', small: ``lopd eval`` of a tiny model and of the same model after one
+    optimizer step on micro eval tasks, then ``lopd stats --compare`` of the two runs and its figure."""
+    import torch
+
+    from harness.models import load_model
+
+    model, tok = load_model(model_dir)
+    ids = tok("<tool_call>{}</tool_call>", return_tensors="pt").input_ids
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    model.train()
+    model(ids, labels=ids).loss.backward()
+    opt.step()
+    stepped = save_pretrained(model.eval(), tok, tmp_path / "stepped")
+    for name, path in (("base", model_dir), ("trained", stepped)):
+        assert main(["eval", "--env", "micro-v0", "--env-kwargs", '{"n_train": 12, "n_eval": 6, "prompt": "compact"}',
+                     "--split", "eval", "--limit", "4", "--model", str(path), "--out", str(tmp_path / name),
+                     "--temperature", "0", "--max-new-tokens", "16", "--max-turns", "2", "--quiet"]) == 0
+    capsys.readouterr()
+    traces = [str(tmp_path / n / "traces.jsonl") for n in ("base", "trained")]
+    assert main(["stats", *traces, "--compare", "base", "trained", "--plot", str(tmp_path / "figs")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["metric", "base", "trained", "delta", "delta_pct"]
+    row = next(line.split() for line in lines if line.startswith("env_steps "))
+    assert float(row[3]) == pytest.approx(float(row[2]) - float(row[1]), abs=1e-3)
+    assert (tmp_path / "figs" / "distributions.png").stat().st_size > 10_000
+
+
 # ---- SGLang: concurrency of our client side against a local stub ------------------------------
 
 class ScriptedServer:
