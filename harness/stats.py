@@ -229,20 +229,28 @@ def compare_rows(groups: dict[str, GroupStats], a: str, b: str) -> list[dict[str
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
-    """Aligned plain-text table of dict rows (floats to 4 significant digits)."""
+    """Aligned plain-text table of dict rows (floats to 4 significant digits); the leading columns
+    of names (strings in every row) align left, the rest right.
+
+    >>> print(format_table([{"tool": "f", "count": 12}, {"tool": "long_name", "count": 3}]))
+    tool       count
+    ---------  -----
+    f             12
+    long_name      3
+    """
     if not rows:
         return ""
     cols = list(rows[0])
+    left = next((i for i, c in enumerate(cols) if not all(isinstance(r[c], str) for r in rows)), len(cols))
 
     def cell(v: Any) -> str:
         return f"{v:.4g}" if isinstance(v, float) else str(v)
 
     cells = [[cell(r[c]) for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
-    numeric = [all(isinstance(r[c], (int, float)) for r in rows) for c in cols]  # numbers right, names left
 
     def line(values: list[str]) -> str:
-        padded = (v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric))
+        padded = (v.ljust(w) if i < left else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths)))
         return "  ".join(padded).rstrip()
 
     return "\n".join([line(cols), line(["-" * w for w in widths]), *map(line, cells)])
