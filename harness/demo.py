@@ -263,6 +263,19 @@ def coldstart(cfg: DemoConfig, train_cfg: Any, overrides: list[str], bank: Path,
     return target / "composer.pt", built
 
 
+def exit_with_parent(parent: int, every: float = 1.0) -> None:
+    """Pool-worker initializer: exit when ``parent`` is gone. A killed parent otherwise leaves its
+    workers running the queued runs into run folders that the next attempt is retraining."""
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
+
+
 def _train_one(overrides: list[str], threads: int) -> dict[str, Any]:
     """Train one run (in this process or a worker) and return its trainer summary."""
     import torch
@@ -406,7 +419,8 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
         from concurrent.futures import ProcessPoolExecutor
 
         bar = _bar(len(todo), "runs", "run", cfg.progress)
-        with ProcessPoolExecutor(max_workers=cfg.jobs, mp_context=mp.get_context("spawn")) as pool:
+        with ProcessPoolExecutor(max_workers=cfg.jobs, mp_context=mp.get_context("spawn"),
+                                 initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
             futs = {pool.submit(_train_one, ov, cfg.threads): (run_dir, want) for _, _, run_dir, ov, want in todo}
             from concurrent.futures import as_completed
 

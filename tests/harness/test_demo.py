@@ -103,3 +103,29 @@ def test_demo_config_rejects_bad_specs(tmp_path):
 
     with pytest.raises(ValueError, match="unique"):
         run_pipeline(DemoConfig(out=str(tmp_path)), [RunSpec("a", "grpo"), RunSpec("a", "lopd")])
+
+
+@pytest.mark.slow  # the worker imports torch
+def test_pool_workers_exit_with_their_parent():
+    """A killed compare run must not leave workers training into run folders (see exit_with_parent)."""
+    import subprocess
+    import sys
+    import time
+
+    worker = ("import sys, time; from harness.demo import exit_with_parent; "
+              "exit_with_parent(int(sys.argv[1]), every=0.05); time.sleep(60)")
+    parent = ("import subprocess, sys, os; "
+              f"p = subprocess.Popen([sys.executable, '-c', {worker!r}, str(os.getpid())]); print(p.pid)")
+    out = subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True, check=True, timeout=60)
+    pid = int(out.stdout)
+
+    def alive() -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 20
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive()
