@@ -311,6 +311,12 @@ def read_curve(run_dir: Path) -> list[tuple[int, float]]:
     return sorted(pts.items())
 
 
+def complete(run_dir: Path, cfg: DemoConfig) -> bool:
+    """Whether the run's curve reaches the full budget (a run whose logs were lost has no curve)."""
+    curve = read_curve(run_dir) if (run_dir / "metrics.jsonl").is_file() else []
+    return bool(curve) and curve[-1][0] >= cfg.generations
+
+
 def behaviour(run_dir: Path) -> dict[str, dict[str, float]]:
     """Per-episode means of :data:`BEHAVIOUR` over the eval episodes of the first and last evaluation."""
     from envs.trace import iter_records
@@ -408,7 +414,7 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
     for spec, seed, run_dir, ov in jobs:
         want = {"version": DEMO_VERSION, "overrides": ov}
         sf = _spec_file(run_dir)
-        if sf.is_file() and same_run(json.loads(sf.read_text()).get("spec"), want):
+        if sf.is_file() and same_run(json.loads(sf.read_text()).get("spec"), want) and complete(run_dir, cfg):
             continue
         if run_dir.exists():
             shutil.rmtree(run_dir)  # a stale or unfinished run of another spec
@@ -441,6 +447,9 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
     # 5. curves and report
     runs = []
     for spec, seed, run_dir, _ov in jobs:
+        if not complete(run_dir, cfg):
+            raise RuntimeError(f"{run_dir}: its metrics.jsonl lacks the held-out evaluation at {cfg.generations} "
+                               "generations; delete the folder and run again to retrain it")
         saved = json.loads(_spec_file(run_dir).read_text())
         runs.append({"label": spec.label, "learner": spec.learner, "seed": seed, "overrides": spec.overrides,
                      "run_dir": str(run_dir), "curve": read_curve(run_dir), "behaviour": behaviour(run_dir),

@@ -89,6 +89,14 @@ def test_demo_from_a_fresh_cache_then_cached(tmp_path, monkeypatch, capsys):
     assert all(r["reused"] for r in rep2["runs"])
     assert rep2["specs"] == rep["specs"]
 
+    # a finished run whose logs were lost is retrained, not reported as an empty curve
+    grpo_dir = Path(rep["runs"][[r["label"] for r in rep["runs"]].index("grpo")]["run_dir"])
+    (grpo_dir / "metrics.jsonl").write_text("")
+    assert main(["demo", "--out", str(out), *SMALL, "progress=false"]) == 0
+    rep3 = json.loads((out / "report.json").read_text())
+    assert [r["reused"] for r in rep3["runs"] if r["label"] == "grpo"] == [False]
+    assert [p["generations"] for p in rep3["specs"]["grpo"]["curve"]] == [0, 8, 16]
+
 
 def test_same_run_ignores_progress_bars_only():
     want = {"version": 1, "overrides": ["seed=0", "log.progress=true", "optim.lr=0.001"]}
