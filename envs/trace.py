@@ -215,13 +215,18 @@ def iter_records(
     path: str | os.PathLike,
     on_error: Literal["raise", "skip", "warn"] = "raise",
     errors: list[TraceError] | None = None,
+    *,
+    span: tuple[int, int] | None = None,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Stream (line number, raw dict) pairs of known-version records, without building dataclasses.
 
     The fast path for tools that only need a few fields (statistics over 100k episodes). Lines
     that are not JSON objects of this trace version are handled as in :func:`read_traces`.
+    ``span=(start, end)`` reads only the lines that start at byte offsets in ``[start, end)``
+    (``start`` must be a line start) and numbers them from 1 at ``start`` (for parallel readers,
+    which add the lines before ``start`` themselves).
     """
-    for lineno, item in _lines(path, on_error, errors, _parse_record):
+    for lineno, item in _lines(path, on_error, errors, _parse_record, span):
         yield lineno, item
 
 
@@ -249,10 +254,21 @@ def _parse_record(line: str) -> dict[str, Any]:
     return d
 
 
+def _take(f: Any, n: int) -> Iterator[bytes]:
+    """The lines of ``f`` that start within its next ``n`` bytes."""
+    for raw in f:
+        if n <= 0:
+            return
+        n -= len(raw)
+        yield raw
+
+
 def _lines(path: str | os.PathLike, on_error: str, errors: list[TraceError] | None,
-           parse: Any) -> Iterator[tuple[int, Any]]:
+           parse: Any, span: tuple[int, int] | None = None) -> Iterator[tuple[int, Any]]:
     with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
+        if span is not None:
+            f.seek(span[0])
+        for lineno, raw in enumerate(f if span is None else _take(f, span[1] - span[0]), 1):
             if not raw.strip():
                 continue
             try:

@@ -10,8 +10,9 @@ Exact definitions are in docs/STATS.md; :func:`episode_stats` is their single im
 >>> s["calls_per_step"], s["repeated_calls"], s["reward_per_call"]
 (2.0, 1, 0.5)
 
-Reading is streaming: episodes are reduced to a few numbers as they are read, so memory grows
-with the number of episodes times the number of metrics, never with trace size.
+Reading is streaming: episodes are reduced to a few numbers as they are read and never held,
+so memory grows with the number of episodes times the number of metrics (8 bytes each), never
+with trace size. Large inputs are read by several processes (:mod:`harness.stats_parallel`).
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from __future__ import annotations
 import json
 import math
 import os
+from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -97,7 +100,7 @@ class Summary:
     n: int
 
     @classmethod
-    def of(cls, values: list[float]) -> Summary:
+    def of(cls, values: Sequence[float]) -> Summary:
         if not values:
             return cls(math.nan, math.nan, math.nan, 0)
         n = len(values)
@@ -110,10 +113,10 @@ class Summary:
 
 @dataclass
 class GroupStats:
-    """Per-episode metric values of one group, plus its tool-call distribution."""
+    """Per-episode metric values of one group (compact float arrays), plus its tool-call distribution."""
 
     episodes: int = 0
-    values: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    values: dict[str, array] = field(default_factory=lambda: defaultdict(partial(array, "d")))
     calls_by_tool: Counter[str] = field(default_factory=Counter)
 
     def add(self, stats: dict[str, Any]) -> None:
@@ -122,6 +125,13 @@ class GroupStats:
             if stats[m] is not None:
                 self.values[m].append(float(stats[m]))
         self.calls_by_tool.update(stats["calls_by_tool"])
+
+    def merge(self, other: GroupStats) -> None:
+        """Append ``other``'s episodes, as if they had been added after this group's."""
+        self.episodes += other.episodes
+        for m, v in other.values.items():
+            self.values[m].extend(v)
+        self.calls_by_tool.update(other.calls_by_tool)
 
     def summary(self) -> dict[str, Summary]:
         return {m: Summary.of(self.values.get(m, [])) for m in METRICS}
@@ -162,28 +172,47 @@ def trace_file(path: str | os.PathLike) -> Path:
 
 
 def collect(paths: Iterable[str | os.PathLike], by: GroupBy = "run", *, skip_bad: bool = False,
-            errors: list[TraceError] | None = None, success_threshold: float = 1.0) -> dict[str, GroupStats]:
+            errors: list[TraceError] | None = None, success_threshold: float = 1.0,
+            workers: int | None = None) -> dict[str, GroupStats]:
     """Stream every episode of ``paths`` into per-group statistics.
 
     A path may be a run directory (its ``traces.jsonl`` is read). A corrupt line raises
     :class:`TraceError` (file and line) unless ``skip_bad``; skipped lines are appended to ``errors``
-    so the caller can report them.
+    so the caller can report them. ``workers`` processes read the input in parallel; None picks
+    :func:`harness.stats_parallel.default_workers` (2 for large inputs). The result is the same
+    for any number of workers.
     """
+    from harness.stats_parallel import collect_parallel, default_workers
+
+    files = [trace_file(p) for p in paths]
+    workers = default_workers(files) if workers is None else workers
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    if workers > 1:
+        return collect_parallel(files, by, workers, skip_bad=skip_bad, errors=errors,
+                                success_threshold=success_threshold)
     groups: dict[str, GroupStats] = {}
-    for path in map(trace_file, paths):
-        for lineno, ep in iter_records(path, on_error="skip" if skip_bad else "raise", errors=errors):
-            try:
-                stats = episode_stats(ep, success_threshold)
-                key = group_key(ep, by, path)
-            except (TypeError, AttributeError, ValueError) as e:  # a record of the right version but wrong shape
-                err = TraceError(path, lineno, f"malformed episode: {type(e).__name__}: {e}")
-                if not skip_bad:
-                    raise err from None
-                if errors is not None:
-                    errors.append(err)
-                continue
-            groups.setdefault(key, GroupStats()).add(stats)
+    for path in files:
+        records = iter_records(path, on_error="skip" if skip_bad else "raise", errors=errors)
+        add_records(groups, path, records, by, skip_bad=skip_bad, errors=errors, success_threshold=success_threshold)
     return groups
+
+
+def add_records(groups: dict[str, GroupStats], path: Path, records: Iterator[tuple[int, dict[str, Any]]],
+                by: GroupBy, *, skip_bad: bool, errors: list[TraceError] | None, success_threshold: float) -> None:
+    """Add each (line number, record) of ``path`` to its group in ``groups`` (the loop of :func:`collect`)."""
+    for lineno, ep in records:
+        try:
+            stats = episode_stats(ep, success_threshold)
+            key = group_key(ep, by, path)
+        except (TypeError, AttributeError, ValueError) as e:  # a record of the right version but wrong shape
+            err = TraceError(path, lineno, f"malformed episode: {type(e).__name__}: {e}")
+            if not skip_bad:
+                raise err from None
+            if errors is not None:
+                errors.append(err)
+            continue
+        groups.setdefault(key, GroupStats()).add(stats)
 
 
 def table_rows(groups: dict[str, GroupStats]) -> list[dict[str, Any]]:

@@ -26,6 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="training metrics JSONL files: also plot reward against generations (needs --plot)")
     p.add_argument("--skip-bad", action="store_true", help="skip corrupt lines (each is reported) instead of failing")
     p.add_argument("--success-threshold", type=float, default=1.0, help="reward that counts as success")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="processes reading the traces (default: min(2, CPUs) for inputs over 32 MiB, else 1)")
     p.set_defaults(func=run)
 
 
@@ -58,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--metrics needs --plot DIR (the reward curve is a figure)")
     errors: list = []
     groups = collect(args.traces, args.by, skip_bad=args.skip_bad, errors=errors,
-                     success_threshold=args.success_threshold)
+                     success_threshold=args.success_threshold, workers=args.workers)
     for e in errors:
         print(f"skipped {e}", file=sys.stderr)
     if not groups:

@@ -204,3 +204,76 @@ def test_by_run_without_meta_run_names_traces_files_by_folder(tmp_path):
     paths = [tmp_path / "base" / "traces.jsonl", tmp_path / "lopd" / "traces.jsonl", tmp_path / "other.jsonl"]
     groups = collect(paths)
     assert {g: s.episodes for g, s in groups.items()} == {"base": 1, "lopd": 1, "other": 1}
+
+
+def several_groups_with_bad_lines(path):
+    """17 lines: three runs interleaved, a truncated line (12) and a record of the wrong shape (15)."""
+    eps = []
+    for i in range(15):
+        ep = spray_episode() if i % 2 else sequential_episode()
+        ep.meta["run"] = f"run{i % 3}"
+        ep.reward = i / 14
+        eps.append(ep)
+    lines = [ep.to_json() for ep in eps]
+    lines.insert(11, '{"version": 1, "steps": [')
+    lines.insert(14, json.dumps({**as_dict(sequential_episode()), "meta": ["not", "an", "object"]}))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_parallel_reading_equals_serial(tmp_path, monkeypatch, capsys):
+    import harness.stats_parallel as par
+    from envs.trace import TraceError
+    from harness.stats import table_rows
+
+    f = tmp_path / "mixed.jsonl"
+    several_groups_with_bad_lines(f)
+    monkeypatch.setattr(par, "MIN_RANGE", 1)  # 4 ranges a file with 2 workers: the bad lines are not in the first
+    assert par.split_lines(f, 4)[1][0] < f.read_bytes().index(b'"steps": [')
+
+    results = {}
+    for workers in (1, 2, 3):
+        errors = []
+        groups = collect([f, f], skip_bad=True, errors=errors, workers=workers)  # two files: ranges of each
+        results[workers] = (list(groups), repr(table_rows(groups)), repr(tool_rows(groups)),
+                            {g: (s.episodes, dict(s.values)) for g, s in groups.items()}, [str(e) for e in errors])
+    assert results[2] == results[1] and results[3] == results[1]
+    assert results[1][0] == ["run0", "run1", "run2"]
+    assert [e.split(": ")[0].rsplit(":", 1)[1] for e in results[1][4]] == ["12", "15", "12", "15"]
+    for workers in (1, 2):
+        with pytest.raises(TraceError, match=r"mixed\.jsonl:12: "):  # the first bad line in file order
+            collect([f], workers=workers)
+
+    outs = []
+    for workers in ("1", "2"):
+        assert main(["stats", str(f), "--skip-bad", "--format", "json", "--workers", workers]) == 0
+        cap = capsys.readouterr()
+        outs.append(cap.out)
+        assert "mixed.jsonl:12" in cap.err and "mixed.jsonl:15: malformed episode" in cap.err
+    assert outs[0] == outs[1]
+    assert main(["stats", str(f), "--workers", "2"]) == 2
+    assert "mixed.jsonl:12" in capsys.readouterr().err
+
+
+def test_split_lines_on_line_boundaries(tmp_path, monkeypatch):
+    import harness.stats_parallel as par
+    from envs.trace import iter_records
+
+    f = tmp_path / "t.jsonl"
+    records = [{"version": 1, "i": i, "pad": "x" * (i * 37 % 300)} for i in range(40)]
+    text = "\n".join(json.dumps(r) for r in records[:20]) + "\n\n" + "\n".join(json.dumps(r) for r in records[20:])
+    f.write_text(text)  # a blank line, no newline at the end
+    data = f.read_bytes()
+    for pieces in range(1, 60):
+        ranges = par.split_lines(f, pieces)
+        assert 1 <= len(ranges) <= pieces and ranges[0][0] == 0 and ranges[-1][1] == len(data)
+        assert all(a < b == c for (a, b), (c, _) in zip(ranges, ranges[1:] + [(len(data), None)]))
+        assert all(start == 0 or data[start - 1:start] == b"\n" for start, _ in ranges)
+        got = [ep for start, end in ranges for _, ep in iter_records(f, span=(start, end))]
+        assert got == records
+    (tmp_path / "empty.jsonl").write_text("")
+    assert par.split_lines(tmp_path / "empty.jsonl", 4) == []
+    assert par.default_workers([f]) == 1  # small input: one process
+    monkeypatch.setattr(par, "AUTO_BYTES", 0)
+    assert par.default_workers([f]) == min(2, par.cpus())
+    with pytest.raises(ValueError, match="at least 1"):
+        collect([f], workers=0)
