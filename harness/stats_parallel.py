@@ -88,7 +88,7 @@ def collect_parallel(files: list[Path], by: GroupBy, workers: int, *, skip_bad: 
     sizes = [os.path.getsize(f) for f in files]
     per_range = max(sum(sizes) // (4 * workers), MIN_RANGE)
     tasks = [(path, start, end, by, skip_bad, success_threshold)
-             for path, size in zip(files, sizes) for start, end in split_lines(path, -(-size // per_range))]
+             for path, size in zip(files, sizes) for start, end in split_lines(path, max(1, round(size / per_range)))]
     groups: dict[str, GroupStats] = {}
     pool = ProcessPoolExecutor(min(workers, len(tasks)) or 1)
     try:
