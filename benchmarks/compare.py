@@ -21,7 +21,9 @@ Ablations are config overrides only (``ABLATIONS``).
 Tuning (``--tune``): the same grid for every learner, the student learning rate in
 ``TUNE_LRS`` at ``--tune-generations`` with seed 0 (one run per point); each learner then trains
 with the lr of its best final held-out reward (ties: the smaller lr). No other knob is tuned for
-any learner. Without ``--tune`` every learner uses its packaged config's lr (1e-4 for all four).
+any learner. The grid's short horizon can pick an lr that collapses later: on the r12 base it chose
+1e-3 for GRPO, which fell to 0 after 800-1,440 generations on every seed (RESULTS.md); set
+``--tune-generations`` to the full budget when the CPU allows. Without ``--tune`` every learner uses its packaged config's lr (1e-4 for all four).
 ``--lrs lopd=1e-3 grpo=3e-4 ...`` sets them by hand, e.g. to reuse an earlier tuning (finished runs
 are reused only when their overrides, the lr included, are the same).
 
