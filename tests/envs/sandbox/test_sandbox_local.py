@@ -163,6 +163,7 @@ def _gone(pid: int, within_s: float = 2.0) -> bool:
         (  # a child sleeps while its parent floods the output
             "output cap",
             "if os.fork() == 0:\n    write_pid(os.getpid())\n    time.sleep(40)\n"
+            "while not os.path.exists(PID): time.sleep(0.01)\n"  # flood only once the child is on record
             "while True: print('x' * 4096)",
             Limits(timeout_s=10, max_output_bytes=100_000),
         ),
@@ -170,9 +171,9 @@ def _gone(pid: int, within_s: float = 2.0) -> bool:
 )
 def test_none_isolation_kills_the_whole_process_group(tmp_path, how, program, limits):
     pid_file = tmp_path / "pid"
-    prelude = (
-        "import os, time\n"
-        f"def write_pid(pid):\n    open({str(pid_file)!r}, 'w').write(str(pid))\n"
+    prelude = (  # written then renamed: the pid file is never seen half-written
+        f"import os, time\nPID = {str(pid_file)!r}\n"
+        "def write_pid(pid):\n    open(PID + '.tmp', 'w').write(str(pid))\n    os.replace(PID + '.tmp', PID)\n"
     )
     with make_sandbox(SandboxConfig(isolation="none")) as sb:
         r = sb.run(prelude + program, limits=limits)
