@@ -314,7 +314,8 @@ def read_curve(run_dir: Path) -> list[tuple[int, float]]:
 def complete(run_dir: Path, cfg: DemoConfig) -> bool:
     """Whether the run's curve reaches the full budget (a run whose logs were lost has no curve)."""
     curve = read_curve(run_dir) if (run_dir / "metrics.jsonl").is_file() else []
-    return bool(curve) and curve[-1][0] >= cfg.generations
+    budget = cfg.generations // cfg.rollouts_per_step * cfg.rollouts_per_step  # the trainer's whole steps
+    return bool(curve) and curve[-1][0] >= budget
 
 
 def behaviour(run_dir: Path) -> dict[str, dict[str, float]]:
@@ -448,8 +449,8 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
     runs = []
     for spec, seed, run_dir, _ov in jobs:
         if not complete(run_dir, cfg):
-            raise RuntimeError(f"{run_dir}: its metrics.jsonl lacks the held-out evaluation at {cfg.generations} "
-                               "generations; delete the folder and run again to retrain it")
+            raise RuntimeError(f"{run_dir}: its metrics.jsonl lacks the final held-out evaluation; "
+                               "delete the folder and run again to retrain it")
         saved = json.loads(_spec_file(run_dir).read_text())
         runs.append({"label": spec.label, "learner": spec.learner, "seed": seed, "overrides": spec.overrides,
                      "run_dir": str(run_dir), "curve": read_curve(run_dir), "behaviour": behaviour(run_dir),

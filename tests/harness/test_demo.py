@@ -14,7 +14,7 @@ import torch
 from safetensors.torch import load_file
 
 from harness.cli import main
-from harness.demo import DemoConfig, RunSpec, format_report, generations_to, mean_curve, same_run, summarize
+from harness.demo import DemoConfig, RunSpec, complete, format_report, generations_to, mean_curve, same_run, summarize
 
 SMALL = [
     "base.n_train=60", "base.n_eval=12", "base.n_plain=16", "base.n_referenced=8", "base.n_copy_drills=16", "base.mixed_drills=0",
@@ -137,3 +137,11 @@ def test_pool_workers_exit_with_their_parent():
     while alive() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not alive()
+
+
+def test_a_run_is_complete_when_its_curve_reaches_the_whole_steps_of_the_budget(tmp_path):
+    assert not complete(tmp_path, DemoConfig())  # no metrics at all
+    lines = [json.dumps({"generations": g, "eval/reward": 0.1}) for g in (0, 32, 96)]
+    (tmp_path / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    assert complete(tmp_path, DemoConfig(generations=100, rollouts_per_step=32))  # 3 whole steps
+    assert not complete(tmp_path, DemoConfig(generations=128, rollouts_per_step=32))
