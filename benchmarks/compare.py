@@ -47,7 +47,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from harness.config import load_config  # noqa: E402
-from harness.demo import DemoConfig, RunSpec, copy_config, format_report, plot_curves, run_pipeline  # noqa: E402
+from harness.demo import DemoConfig, RunSpec, copy_config, run_pipeline  # noqa: E402
+from harness.demo_report import format_report, plot_curves  # noqa: E402
 
 LEARNERS = ["grpo", "opsd", "sdpo", "lopd"]
 ABLATIONS: dict[str, list[tuple[str, list[str]]]] = {

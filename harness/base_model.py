@@ -55,8 +55,9 @@ from harness.base_corpus import (
 from harness.pretrain import Example, PretrainConfig, encode_conversation, pretrain
 from lopd.latent import frame_user_message
 
-BASE_VERSION = 1
-"""Bump to invalidate every cached base."""
+BASE_VERSION = 2
+"""Bump to invalidate every cached base and the pinned one (when the corpus or the fit changes in code
+the config does not name; 2: references in the experience bank's format)."""
 
 
 def reference_framing() -> str:

@@ -12,7 +12,7 @@
    generation budget and is evaluated on held-out tasks every ``eval_every`` generations
    (:mod:`harness.trainer`); a finished run is reused when its spec is unchanged;
 5. the curves, generations-to-threshold and behaviour statistics (:mod:`harness.stats`) of the
-   final students are tabulated (:func:`format_report`) and plotted (:func:`plot_curves`)::
+   final students are tabulated and plotted (:mod:`harness.demo_report`)::
 
     cfg = DemoConfig(out="runs/demo", generations=256)
     result = run_pipeline(cfg, [RunSpec("grpo", "grpo"), RunSpec("lopd", "lopd")])
@@ -27,10 +27,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import math
 import os
 import shutil
-import statistics
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -38,13 +36,12 @@ from typing import Any, Literal
 
 from harness.atomic_dir import build_dir
 from harness.base_model import BaseModelConfig
+from harness.demo_report import BEHAVIOUR, summarize
 
-DEMO_VERSION = 1
+DEMO_VERSION = 2
 """Bump to invalidate every cached bank, cold-start composer and finished run (when the code that
 makes them changes; the keys hold the settings and the base's key, not this file's text)."""
 
-BEHAVIOUR = ("reward", "env_steps", "calls_per_step", "first_response_tokens", "repeated_calls", "reward_per_call")
-"""Behaviour statistics reported for the untrained and the final students (docs/STATS.md)."""
 
 
 @dataclass
@@ -85,8 +82,9 @@ class DemoConfig:
     """Tokens per assistant turn (training, evaluation and the bank rollouts)."""
     max_turns: int = 8
     """Assistant turns per episode (every micro-world procedure ends within 6)."""
-    bank_tasks: int = 240
-    """Training tasks the base plays once each (temperature ``bank_temperature``) to fill the bank."""
+    bank_tasks: int = 600
+    """Training tasks the base plays once each (temperature ``bank_temperature``) to fill the bank (600:
+    every training task of the default world, so that every procedure has a chance to be in it)."""
     bank_temperature: float = 0.7
     """Sampling temperature of the bank rollouts (the training rollouts' temperature)."""
     min_bank: int = 60
@@ -94,6 +92,14 @@ class DemoConfig:
     tasks top the bank up to this size (reported as ``bank.expert``). 0 never adds any."""
     embedder: Literal["model", "hashing"] = "model"
     """Bank retrieval embeddings: the bank's MiniLM model, or the lexical hashing embedder (no model)."""
+    coldstart_source: Literal["base", "referenced"] = "referenced"
+    """Trajectories the cold start teaches the latents to predict. ``base``: the bank's successful base
+    episodes (the paper's recipe; at micro scale the base predicts its own successes at ~0.01 nats a
+    token, so the latents learn to stay out of the way and carry nothing). ``referenced``: successful
+    episodes of the base given the task's top-1 bank experience as a text reference, which include
+    tasks it fails alone; the latents must then carry what the text carried."""
+    coldstart_tasks: int = 600
+    """Training tasks the base plays with a text reference for ``coldstart_source=referenced``."""
     coldstart_steps: int = 40
     """Composer cold-start steps (LOPD runs)."""
     coldstart_batch: int = 4
@@ -138,31 +144,41 @@ def _key(*parts: Any) -> str:
 
 
 # ---- stage 2: bank ---------------------------------------------------------------------------------
-def _base_episodes(model: Any, tok: Any, cfg: DemoConfig, out: Path) -> tuple[int, int]:
-    """The base plays ``cfg.bank_tasks`` training tasks; every episode goes to ``out`` (traces)."""
+def _play(model: Any, tok: Any, cfg: DemoConfig, ids: list[str], out: Path, desc: str, phase: str,
+          references: dict[str, str] | None = None) -> tuple[int, int]:
+    """The base plays each training task of ``ids`` once (temperature ``bank_temperature``), with
+    ``references[task_id]`` framed into its first user message when given; every episode goes to
+    ``out`` (traces). Returns (episodes, successes)."""
     import gymnasium as gym
 
     import envs  # noqa: F401
     from envs.trace import TraceWriter
+    from harness.base_model import frame_reference
     from harness.engines import HFEngine, SamplingParams
-    from harness.rollout import RolloutConfig, rollout
+    from harness.rollout import RolloutConfig, render_prompt, rollout
 
     kw = env_kwargs(cfg.base)
-    env0 = gym.make("lopd/micro-v0", **kw).unwrapped
-    ids = [t.task_id for t in env0.all_tasks() if t.split == "train"][: cfg.bank_tasks]
     engine = HFEngine(model, tok)
     batch = 32
     envs_ = [gym.make("lopd/micro-v0", max_steps=cfg.max_turns, **kw) for _ in range(min(batch, len(ids)))]
-    bar = _bar(len(ids), "bank: base rollouts", "ep", cfg.progress)
+    bar = _bar(len(ids), desc, "ep", cfg.progress)
     ok = 0
     with TraceWriter(out) as w:
         for s in range(0, len(ids), batch):
             chunk = ids[s:s + batch]
+            queue = iter(chunk)  # rollout builds the prompts once per env, in order
+
+            def with_reference(messages: list[dict[str, Any]], queue=queue) -> tuple[list[int], None]:
+                msgs = copy.deepcopy(messages)
+                msgs[1]["content"] = frame_reference(str(msgs[1]["content"]), references[next(queue)])
+                return render_prompt(tok, msgs), None
+
             sampling = SamplingParams(temperature=cfg.bank_temperature, top_p=0.95, top_k=20,
                                       max_new_tokens=cfg.max_new_tokens, seed=1000 + s)
             trajs = rollout(envs_[: len(chunk)], engine, tok, sampling=sampling,
                             config=RolloutConfig(max_turns=cfg.max_turns), options=[{"task_id": t} for t in chunk],
-                            meta={"run": "base", "learner": "base", "phase": "bank"})
+                            build_prompt=with_reference if references is not None else None,
+                            meta={"run": "base", "learner": "base", "phase": phase})
             for tr in trajs:
                 w.write(tr.episode)
                 ok += tr.episode.reward >= 1.0
@@ -173,6 +189,16 @@ def _base_episodes(model: Any, tok: Any, cfg: DemoConfig, out: Path) -> tuple[in
         bar.close()
     engine.close()
     return len(ids), ok
+
+
+def _train_ids(cfg: DemoConfig, n: int) -> list[str]:
+    """The first ``n`` training tasks of the base's world."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401
+
+    env0 = gym.make("lopd/micro-v0", **env_kwargs(cfg.base)).unwrapped
+    return [t.task_id for t in env0.all_tasks() if t.split == "train"][:n]
 
 
 def _expert_episodes(cfg: DemoConfig, n: int, out: Path) -> int:
@@ -196,6 +222,14 @@ def _expert_episodes(cfg: DemoConfig, n: int, out: Path) -> int:
     return written
 
 
+def bank_config(cfg: DemoConfig) -> Any:
+    """The bank's settings: results cut where the base's pretraining references cut them, so the
+    bank's experiences read exactly like the references the base learnt to use."""
+    from lopd.bank import BankConfig
+
+    return BankConfig(observation_chars=cfg.base.reference_result_chars)
+
+
 def bank_key(cfg: DemoConfig, base_info: dict[str, Any]) -> str:
     return _key("bank", base_info["key"], cfg.bank_tasks, cfg.bank_temperature, cfg.min_bank, cfg.embedder,
                 cfg.max_new_tokens, cfg.max_turns)
@@ -210,13 +244,44 @@ def build_bank_dir(model: Any, tok: Any, cfg: DemoConfig, base_info: dict[str, A
         from lopd.bank import ExperienceBank
 
         t0 = time.perf_counter()
-        played, ok = _base_episodes(model, tok, cfg, tmp / "base_traces.jsonl")
+        played, ok = _play(model, tok, cfg, _train_ids(cfg, cfg.bank_tasks), tmp / "base_traces.jsonl",
+                           "bank: base rollouts", "bank")
         expert = _expert_episodes(cfg, max(0, cfg.min_bank - ok), tmp / "expert_traces.jsonl")
         emb = HashingEmbedder() if cfg.embedder == "hashing" else None
-        bank = ExperienceBank.build([tmp / "base_traces.jsonl", tmp / "expert_traces.jsonl"], embedder=emb)
+        bank = ExperienceBank.build([tmp / "base_traces.jsonl", tmp / "expert_traces.jsonl"],
+                                    config=bank_config(cfg), embedder=emb)
         bank.save(tmp / "bank")
         info = {"base_episodes": played, "base_successes": ok, "expert": expert, "entries": len(bank),
                 "seconds": round(time.perf_counter() - t0, 2)}
+        (tmp / "info.json").write_text(json.dumps(info, indent=1) + "\n")
+
+    built = build_dir(target, build, "DONE")
+    info = json.loads((target / "info.json").read_text())
+    info.update(path=str(target), cached=not built)
+    return target, info
+
+
+def coldstart_traces_dir(model: Any, tok: Any, cfg: DemoConfig, bank: Path, cache: Path) -> tuple[Path, dict]:
+    """The cached folder of the base's referenced episodes (``traces.jsonl``, ``info.json``): each of
+    ``coldstart_tasks`` training tasks played once with its top-1 bank experience (never its own) framed
+    in as a text reference."""
+    target = cache / f"cstraces-{_key('cstraces', str(bank), cfg.coldstart_tasks, cfg.bank_temperature)}"
+
+    def build(tmp: Path) -> None:
+        import gymnasium as gym
+
+        from harness.learners.privileged import HashingEmbedder
+        from lopd.bank import ExperienceBank
+
+        t0 = time.perf_counter()
+        env0 = gym.make("lopd/micro-v0", **env_kwargs(cfg.base)).unwrapped
+        tasks = [t for t in env0.all_tasks() if t.split == "train"][: cfg.coldstart_tasks]
+        lib = ExperienceBank.load(bank / "bank", embedder=HashingEmbedder() if cfg.embedder == "hashing" else None)
+        hits = lib.search([t.prompt for t in tasks], k=1, env="lopd/micro-v0", task_ids=[t.task_id for t in tasks])
+        refs = {t.task_id: row[0].experience.text for t, row in zip(tasks, hits) if row}
+        played, ok = _play(model, tok, cfg, list(refs), tmp / "traces.jsonl", "cold start: referenced rollouts",
+                           "coldstart", references=refs)
+        info = {"episodes": played, "successes": ok, "seconds": round(time.perf_counter() - t0, 2)}
         (tmp / "info.json").write_text(json.dumps(info, indent=1) + "\n")
 
     built = build_dir(target, build, "DONE")
@@ -240,11 +305,13 @@ def run_overrides(cfg: DemoConfig, base_path: str, bank: Path, spec: RunSpec, se
     ]
 
 
-def coldstart(cfg: DemoConfig, train_cfg: Any, overrides: list[str], bank: Path, cache: Path) -> tuple[Path, bool]:
+def coldstart(cfg: DemoConfig, train_cfg: Any, overrides: list[str], bank: Path, traces: list[Path],
+              cache: Path) -> tuple[Path, bool]:
     """The cold-start composer file for this run's composer settings (built once, then cached)."""
     lo = train_cfg.lopd
-    key = _key("coldstart", str(bank), asdict(lo.composer), lo.n_retrieved, lo.allow_self_retrieval, lo.framing,
-               lo.composer_seed, cfg.coldstart_steps, cfg.coldstart_batch, cfg.coldstart_lr, train_cfg.model.path)
+    key = _key("coldstart", str(bank), [str(t) for t in traces], asdict(lo.composer), lo.n_retrieved,
+               lo.allow_self_retrieval, lo.framing, lo.composer_seed, cfg.coldstart_steps, cfg.coldstart_batch,
+               cfg.coldstart_lr, train_cfg.model.path)
     target = cache / f"coldstart-{key}"
 
     def build(tmp: Path) -> None:
@@ -256,8 +323,8 @@ def coldstart(cfg: DemoConfig, train_cfg: Any, overrides: list[str], bank: Path,
         ov += [f"run_dir={tmp}", f"lopd.coldstart.steps={cfg.coldstart_steps}",
                f"lopd.coldstart.batch_size={cfg.coldstart_batch}", f"lopd.coldstart.lr={cfg.coldstart_lr}",
                f"log.progress={str(cfg.progress).lower()}"]
-        traces = [str(bank / "base_traces.jsonl"), str(bank / "expert_traces.jsonl")]
-        coldstart_run(argparse.Namespace(config=None, overrides=ov, traces=traces, out=str(tmp / "composer.pt")))
+        coldstart_run(argparse.Namespace(config=None, overrides=ov, traces=[str(t) for t in traces],
+                                         out=str(tmp / "composer.pt")))
 
     built = build_dir(target, build, "DONE")
     return target / "composer.pt", built
@@ -387,10 +454,20 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
     t0 = time.perf_counter()
     bank, bank_info = build_bank_dir(model, tok, cfg, base_info, cache)
     timings["bank"] = time.perf_counter() - t0
-    del model
     _say(cfg, f"[demo] bank: {bank_info['entries']} experiences (base {bank_info['base_successes']} successes of "
               f"{bank_info['base_episodes']}, expert {bank_info['expert']}; "
               f"{'cached' if bank_info['cached'] else 'built'}, {timings['bank']:.0f}s)")
+    cs_traces = [bank / "base_traces.jsonl", bank / "expert_traces.jsonl"]
+    cs_info: dict[str, Any] = {"source": cfg.coldstart_source}
+    if cfg.coldstart_source == "referenced" and cfg.coldstart_steps > 0 and any(r.learner == "lopd" for r in specs):
+        t0 = time.perf_counter()
+        folder, info = coldstart_traces_dir(model, tok, cfg, bank, cache)
+        # the expert's episodes are there only when the base solved too few tasks to fill the bank
+        cs_traces, cs_info = [folder / "traces.jsonl", bank / "expert_traces.jsonl"], {**cs_info, **info}
+        timings["coldstart_traces"] = time.perf_counter() - t0
+        _say(cfg, f"[demo] cold-start pairs: {info['successes']} successes of {info['episodes']} referenced "
+                  f"base episodes ({'cached' if info['cached'] else 'built'}, {timings['coldstart_traces']:.0f}s)")
+    del model
 
     # 3. per run: overrides, cold start (LOPD), then training
     jobs: list[tuple[RunSpec, int, Path, list[str]]] = []
@@ -402,7 +479,7 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
             ov = run_overrides(cfg, base_info["path"], bank, spec, seed, run_dir)
             tcfg = load_config(TrainConfig, example_config(spec.learner), ov)
             if spec.learner == "lopd" and tcfg.lopd.composer_init is None and cfg.coldstart_steps > 0:
-                path, built = coldstart(cfg, tcfg, ov, bank, cache)
+                path, built = coldstart(cfg, tcfg, ov, bank, cs_traces, cache)
                 coldstarts[spec.label] = {"path": str(path), "cached": not built}
                 if built:  # the cold-start CLI above named its temporary folder
                     _say(cfg, f"[demo] cold start: {path}")
@@ -458,7 +535,7 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
     report = summarize(runs, specs, cfg.threshold)
     timings["total"] = time.perf_counter() - t_start
     base = {k: base_info.get(k) for k in ("path", "cached", "pinned", "key", "parameters", "seconds")}
-    report.update(config=_plain(cfg), base=base, bank=bank_info, coldstart=coldstarts, timings={k: round(v, 1) for k, v in timings.items()})
+    report.update(config=_plain(cfg), base=base, bank=bank_info, coldstart={"traces": cs_info, "composers": coldstarts}, timings={k: round(v, 1) for k, v in timings.items()})
     (out / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     return report
 
@@ -470,132 +547,6 @@ def _plain(cfg: DemoConfig) -> dict[str, Any]:
 
 
 # ---- summary, table, plot ---------------------------------------------------------------------------
-def mean_curve(curves: list[list[tuple[int, float]]]) -> list[dict[str, float]]:
-    """Mean, sample std, min and max over seeds at every generation count all curves share.
-
-    >>> mean_curve([[(0, 0.1), (32, 0.3)], [(0, 0.3), (32, 0.5)]])[1]["mean"]
-    0.4
-    """
-    common = sorted(set.intersection(*(set(g for g, _ in c) for c in curves))) if curves else []
-    out = []
-    for g in common:
-        vals = [dict(c)[g] for c in curves]
-        out.append({"generations": g, "mean": round(statistics.fmean(vals), 6),
-                    "std": round(statistics.stdev(vals), 6) if len(vals) > 1 else 0.0,
-                    "min": min(vals), "max": max(vals), "n": len(vals)})
-    return out
-
-
-def generations_to(curve: list[dict[str, float]], threshold: float) -> int | None:
-    """The first budget point whose mean reward reaches ``threshold`` (None: never).
-
-    >>> generations_to([{"generations": 0, "mean": 0.2}, {"generations": 64, "mean": 0.5}], 0.45)
-    64
-    """
-    for p in curve:
-        if p["mean"] >= threshold - 1e-12:
-            return int(p["generations"])
-    return None
-
-
-def summarize(runs: list[dict[str, Any]], specs: list[RunSpec], threshold: float | None) -> dict[str, Any]:
-    """Per spec: mean/spread curve, final reward, generations to threshold, behaviour start -> end."""
-    per: dict[str, dict[str, Any]] = {}
-    for spec in specs:
-        mine = [r for r in runs if r["label"] == spec.label]
-        curve = mean_curve([r["curve"] for r in mine])
-        beh: dict[str, dict[str, float]] = {}
-        for when in ("start", "end"):
-            rows = [r["behaviour"][when] for r in mine if r["behaviour"].get(when)]
-            beh[when] = {m: _nanmean([x[m] for x in rows]) for m in BEHAVIOUR} if rows else {}
-        per[spec.label] = {"learner": spec.learner, "overrides": spec.overrides, "curve": curve,
-                           "final": curve[-1]["mean"] if curve else math.nan, "behaviour": beh,
-                           "seeds": [r["seed"] for r in mine]}
-    first = specs[0].label
-    thr = threshold if threshold is not None else per[first]["final"]
-    # a threshold of 0 is reached by every run at generation 0: report "-" rather than a fake 0
-    informative = math.isfinite(thr) and thr > 0
-    for v in per.values():
-        v["generations_to_threshold"] = generations_to(v["curve"], thr) if informative else None
-    source = "given" if threshold is not None else f"final mean reward of {first}"
-    if not informative:
-        source += "; not informative (<= 0), so no run has a generations-to-threshold"
-    return {"threshold": thr, "threshold_source": source, "runs": runs, "specs": per}
-
-
-def _nanmean(xs: list[float | None]) -> float:
-    vals = [float(x) for x in xs if x is not None and math.isfinite(float(x))]
-    return statistics.fmean(vals) if vals else math.nan
-
-
-def format_report(report: dict[str, Any]) -> str:
-    """The three tables: reward at each budget point, generations to threshold, behaviour statistics."""
-    from harness.stats import format_table
-
-    specs = report["specs"]
-    gens = sorted({p["generations"] for v in specs.values() for p in v["curve"]})
-    rows = []
-    for label, v in specs.items():
-        pts = {p["generations"]: p for p in v["curve"]}
-        row: dict[str, Any] = {"run": label, "seeds": len(v["seeds"])}
-        for g in gens:
-            p = pts.get(g)
-            row[f"@{g}"] = "-" if p is None else (f"{p['mean']:.3f}" + (f"±{p['std']:.3f}" if p["n"] > 1 else ""))
-        rows.append(row)
-    lines = ["Held-out reward (mean over seeds ± std) at each budget point (generations):", format_table(rows), ""]
-    thr = report["threshold"]
-    rows = []
-    for label, v in specs.items():
-        g = v["generations_to_threshold"]
-        budget = max((p["generations"] for p in v["curve"]), default=0)
-        never = "never" if report["threshold"] > 0 else "-"
-        rows.append({"run": label, "final reward": v["final"], "generations to threshold": never if g is None else g,
-                     "share of budget": "-" if g is None or not budget else f"{100 * g / budget:.0f}%"})
-    lines += [f"Generations to reach {thr:.3f} ({report['threshold_source']}):", format_table(rows), ""]
-    rows = []
-    for label, v in specs.items():
-        for when in ("start", "end"):
-            b = v["behaviour"].get(when) or {}
-            if b:
-                rows.append({"run": label, "model": "untrained" if when == "start" else "final",
-                             **{m: b.get(m, math.nan) for m in BEHAVIOUR}})
-    lines += ["Behaviour of the held-out episodes (per-episode means, harness.stats; docs/STATS.md):",
-              format_table(rows)]
-    return "\n".join(lines)
-
-
-def plot_curves(report: dict[str, Any], out: str | os.PathLike, title: str | None = None) -> Path:
-    """Mean held-out reward against generations per run spec, the seed range shaded; the threshold dashed."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for label, v in report["specs"].items():
-        c = v["curve"]
-        if not c:
-            continue
-        x = [p["generations"] for p in c]
-        ax.plot(x, [p["mean"] for p in c], marker="o", ms=3, label=f"{label} (n={len(v['seeds'])})")
-        if len(v["seeds"]) > 1:
-            ax.fill_between(x, [p["min"] for p in c], [p["max"] for p in c], alpha=0.15)
-    thr = report.get("threshold")
-    if thr is not None and math.isfinite(thr):
-        ax.axhline(thr, ls="--", lw=0.8, color="grey", label=f"threshold {thr:.3f}")
-    ax.set_xlabel("generations (training episodes)")
-    ax.set_ylabel("held-out mean reward")
-    ax.set_title(title or "Micro world: reward against generations")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
-
-
 def _bar(total: int, desc: str, unit: str, enabled: bool):
     if not enabled:
         return None

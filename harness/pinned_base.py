@@ -39,10 +39,13 @@ def stale_reason(config: dict[str, Any], pinned_dir: Path | None = None) -> str 
     """Why the pinned base cannot stand in for the base of ``config`` (a plain dict, as
     ``base_info.json`` holds it); None when it can."""
     from envs.micro.world import fingerprint
+    from harness.base_model import BASE_VERSION
 
     info = pinned_info(pinned_dir)
     if info is None:
         return "no pinned base"
+    if info.get("version") != BASE_VERSION:
+        return f"built by base recipe version {info.get('version')}, now {BASE_VERSION}"
     pinned = info.get("config") or {}
     if pinned != config:
         changed = sorted(k for k in set(config) | set(pinned) if config.get(k) != pinned.get(k))

@@ -21,7 +21,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from envs.envscaler.env import EnvScalerEnv
+from envs.envscaler.env import TASK_FINISHED, EnvScalerEnv
 from envs.micro.expert import FINAL_TEXT, Trajectory, noisy_expert, run_solver
 
 DEFAULT_REFERENCE_FRAMING = (
@@ -36,20 +36,28 @@ task. Mirrors lopd.latent's framing, with the text in place of the latents."""
 def render_experience(
     task: str, calls: Sequence[tuple[str, Mapping[str, Any], str]], *, max_result_chars: int = 240
 ) -> str:
-    """Experience text: the task, then one line per action with its (shortened) result.
+    """Experience text: the task, then each action with its (shortened) result, exactly as the
+    experience bank renders a solved episode (``lopd.bank.render``, ``observation_chars`` =
+    ``max_result_chars``), so a base pretrained on these references can read the bank's.
 
     >>> print(render_experience("Buy a kite.", [("buy", {"item": "kite"}, "{'success': True}")]))
     Task: Buy a kite.
-    Actions:
-    1. buy({"item": "kite"}) -> {'success': True}
-    2. Task Completed
+    <BLANKLINE>
+    Trajectory:
+    [1] Action: {"name": "buy", "arguments": {"item": "kite"}}
+    [1] Result: {'success': True}
+    [2] Response: Task Completed
+    [2] Observation: Task finished
     """
-    lines = [f"Task: {task}", "Actions:"]
+    lines = [f"Task: {task}", "", "Trajectory:"]
     for i, (name, args, result) in enumerate(calls, 1):
+        lines.append(f"[{i}] Action: {json.dumps({'name': name, 'arguments': dict(args)}, ensure_ascii=False)}")
+        result = " ".join(result.split())  # the bank collapses whitespace runs, then cuts
         if len(result) > max_result_chars:
-            result = result[:max_result_chars] + " ..."
-        lines.append(f"{i}. {name}({json.dumps(dict(args), ensure_ascii=False)}) -> {result}")
-    lines.append(f"{len(calls) + 1}. {FINAL_TEXT}")
+            result = f"{result[:max_result_chars].rstrip()} ...[+{len(result) - max_result_chars} chars]"
+        lines.append(f"[{i}] Result: {result}")
+    n = len(calls) + 1
+    lines += [f"[{n}] Response: {FINAL_TEXT}", f"[{n}] Observation: {TASK_FINISHED}"]
     return "\n".join(lines)
 
 

@@ -32,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from harness.config import load_config
-    from harness.demo import DemoConfig, RunSpec, format_report, plot_curves, run_pipeline
+    from harness.demo import DemoConfig, RunSpec, run_pipeline
+    from harness.demo_report import format_report, plot_curves
 
     ov = list(args.overrides)
     if args.out:

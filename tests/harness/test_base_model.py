@@ -73,7 +73,7 @@ def test_corpus_has_both_kinds_and_is_deterministic(world):
             # a successful other train task of the same procedure, then the right procedure on the target
             assert x["reward"] == 1.0 and x["mistake"] is None
             assert x["reference_task_id"] != x["task_id"] and "-train-" in x["reference_task_id"]
-            assert msgs[1]["content"].startswith(head) and "Actions:" in msgs[1]["content"]
+            assert msgs[1]["content"].startswith(head) and "\n\nTrajectory:\n[1] Action: " in msgs[1]["content"]
         else:
             assert not msgs[1]["content"].startswith(head)
     # the noisy expert errs in some plain transcripts
@@ -229,7 +229,7 @@ def test_good_reference_is_a_successful_other_train_task_of_the_same_procedure(w
     a = full.task_by_id(tid).data["scenario"]["micro"]
     b = full.task_by_id(ref_id).data["scenario"]["micro"]
     assert "-train-" in ref_id and (a["domain"], a["template"]) == (b["domain"], b["template"])
-    assert text.startswith("Task: ") and text.endswith("Task Completed")
+    assert text.startswith("Task: ") and text.endswith("Response: Task Completed\n[3] Observation: Task finished")
     assert good_reference(full, tid) == (ref_id, text)
 
 

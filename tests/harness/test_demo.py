@@ -14,7 +14,8 @@ import torch
 from safetensors.torch import load_file
 
 from harness.cli import main
-from harness.demo import DemoConfig, RunSpec, complete, format_report, generations_to, mean_curve, same_run, summarize
+from harness.demo import DemoConfig, RunSpec, complete, same_run
+from harness.demo_report import format_report, generations_to, mean_curve, summarize
 
 SMALL = [
     "base.n_train=60", "base.n_eval=12", "base.n_plain=16", "base.n_referenced=8", "base.n_copy_drills=16", "base.mixed_drills=0",
@@ -22,6 +23,7 @@ SMALL = [
     "base.pretrain.epochs=1", "base.pretrain.batch_tokens=4096", "base.pretrain.warmup_steps=1",
     "generations=16", "rollouts_per_step=8", "eval_every=8", "eval_tasks=4", "max_new_tokens=32", "max_turns=3",
     "bank_tasks=8", "min_bank=8", "embedder=hashing", "coldstart_steps=2", "coldstart_batch=2",
+    "coldstart_tasks=8",
 ]
 
 
@@ -79,13 +81,15 @@ def test_demo_from_a_fresh_cache_then_cached(tmp_path, monkeypatch, capsys):
         final.update(load_file(str(f)))
     shared = [k for k in final if k in base]
     assert shared and any(not torch.equal(final[k], base[k]) for k in shared)
-    assert rep["coldstart"]["lopd"]["cached"] is False
+    assert rep["coldstart"]["composers"]["lopd"]["cached"] is False
+    assert rep["coldstart"]["traces"]["source"] == "referenced" and rep["coldstart"]["traces"]["episodes"] == 8
 
     # second run: everything comes from the cache, the finished runs are reused (progress bars off
     # changes log.progress, which is no part of a run's identity)
     assert main(["demo", "--out", str(out), *SMALL, "progress=false"]) == 0
     rep2 = json.loads((out / "report.json").read_text())
-    assert rep2["base"]["cached"] and rep2["bank"]["cached"] and rep2["coldstart"]["lopd"]["cached"]
+    assert rep2["base"]["cached"] and rep2["bank"]["cached"] and rep2["coldstart"]["composers"]["lopd"]["cached"]
+    assert rep2["coldstart"]["traces"]["cached"]
     assert all(r["reused"] for r in rep2["runs"])
     assert rep2["specs"] == rep["specs"]
 

@@ -83,7 +83,7 @@ def test_referenced_trajectory_uses_another_tasks_procedure(env):
         assert user == DEFAULT_REFERENCE_FRAMING.format(
             reference=experience_of(ref_traj), task=env.task_by_id(tid).prompt
         )
-        assert f"Task: {ref.prompt}\nActions:\n1. " in user and traj.reward == 1.0
+        assert f"Task: {ref.prompt}\n\nTrajectory:\n[1] Action: " in user and traj.reward == 1.0
     with pytest.raises(ValueError, match="another task"):
         referenced_trajectory(
             env, "micro_bank-train-task_1", rng, reference_task_id="micro_bank-train-task_1"
@@ -99,3 +99,24 @@ def test_sft_corpus_is_deterministic_and_mixed(env):
     assert all(x["reward"] == 1.0 for x in a if x["kind"] == "referenced")
     assert {x["domain"] for x in a} <= set(DOMAINS)
     assert all(env.task_by_id(x["task_id"]).split == "train" for x in a)
+
+
+@pytest.mark.parametrize("max_chars", [40, 120, 300])
+def test_experience_text_is_the_banks_rendering_of_the_same_run(env, max_chars):
+    """A base pretrained on these references must be able to read the bank's experiences: one format."""
+    from envs.trace import Episode
+    from lopd.bank.experience import render_text
+    from lopd.bank.render import render_episode
+
+    seen = set()
+    for task in env.all_tasks():
+        micro = task.data["scenario"]["micro"]
+        if task.split != "train" or (micro["domain"], micro["template"]) in seen:
+            continue
+        seen.add((micro["domain"], micro["template"]))
+        traj = run_solver(env, task.task_id)
+        ep = Episode(env_id="lopd/micro-v0", task_id=task.task_id, split="train", messages=env.messages,
+                     tools=env.tools.schemas, steps=env.steps, reward=env.final_reward, terminated=True)
+        bank_task, bank_traj = render_episode(ep, observation_chars=max_chars)
+        assert experience_of(traj, max_result_chars=max_chars) == render_text(bank_task, bank_traj)
+    assert len(seen) >= 12
