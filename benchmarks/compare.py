@@ -81,6 +81,16 @@ def specs_for(groups: list[str], lrs: dict[str, float]) -> list[RunSpec]:
     return list(out.values())
 
 
+def select(specs: list[RunSpec], only: list[str] | None) -> list[RunSpec]:
+    """The specs labelled in ``only`` (None: all), in their order; ValueError names an unknown label."""
+    if only is None:
+        return specs
+    unknown = sorted(set(only) - {s.label for s in specs})
+    if unknown:
+        raise ValueError(f"--only: {', '.join(unknown)} not among the groups' runs {[s.label for s in specs]}")
+    return [s for s in specs if s.label in only]
+
+
 def parse_lrs(items: list[str]) -> dict[str, float]:
     """``["lopd=1e-3", "grpo=3e-4"]`` -> ``{"lopd": 0.001, "grpo": 0.0003}`` (ValueError on a bad item).
 
@@ -181,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--groups", nargs="+", default=["main", "margin", "latents", "retrieval"],
                     choices=["main", "margin", "latents", "retrieval"], help="which runs")
     ap.add_argument("--jobs", type=int, default=2, help="runs trained at once (processes)")
+    ap.add_argument("--only", nargs="+", default=None, metavar="LABEL",
+                    help="train and report only these runs of the groups (e.g. the learners that need no cold "
+                         "start, while it is being chosen); a later full command reuses them")
     ap.add_argument("--tune", action="store_true", help="run the lr grid first and use each learner's best lr")
     ap.add_argument("--tune-generations", type=int, default=320)
     ap.add_argument("--lrs", nargs="*", default=[], metavar="LEARNER=LR",
@@ -202,6 +215,10 @@ def main(argv: list[str] | None = None) -> int:
         lrs, tuning = tune(cfg, args.tune_generations)
     lrs.update(given)
     specs = specs_for(args.groups, lrs)
+    try:
+        specs = select(specs, args.only)
+    except ValueError as e:
+        ap.error(str(e))
     report = run_pipeline(cfg, specs)
     out = Path(cfg.out)
     seconds = time.perf_counter() - t0
@@ -214,7 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     groups = {"main": LEARNERS, **{g: [lbl for lbl, _ in ABLATIONS[g]] for g in ABLATIONS}}
     for g in args.groups:
-        labels = ["grpo", *groups[g]] if g != "main" else groups[g]
+        labels = [x for x in (["grpo", *groups[g]] if g != "main" else groups[g]) if x in report["specs"]]
+        if not labels:
+            continue
         plot_curves(subset(report, labels), out / f"curves_{g}.png", title=f"Micro world: {g}")
     (out / "results.md").write_text(markdown(report, args, cmd, seconds, tuning), encoding="utf-8")
     print(f"\nwrote {out}/report.json, report.txt, results.md and curves_*.png ({seconds / 60:.1f} min)")

@@ -48,3 +48,11 @@ def test_at_grid_top_names_learners_whose_best_lr_is_the_largest_tried():
     tuning = {"grid": [1e-4, 1e-3, 3e-3], "chosen": {"grpo": 3e-3, "lopd": 1e-3, "sdpo": 3e-3}}
     assert compare.at_grid_top(tuning) == ["grpo", "sdpo"]
     assert compare.at_grid_top({**tuning, "chosen": {"lopd": 1e-4}}) == []
+
+
+def test_select_keeps_the_named_runs_in_order_and_rejects_unknown_labels():
+    specs = compare.specs_for(["main"], {})
+    assert [s.label for s in compare.select(specs, ["sdpo", "grpo"])] == ["grpo", "sdpo"]
+    assert compare.select(specs, None) == specs
+    with pytest.raises(ValueError, match="lopd-m0"):
+        compare.select(specs, ["lopd-m0"])
