@@ -203,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     cmd = "python benchmarks/compare.py " + " ".join(argv if argv is not None else sys.argv[1:])
     t0 = time.perf_counter()
-    defaults = ["rollouts_per_step=32", "eval_every=160", "eval_tasks=60"]
+    defaults = ["rollouts_per_step=32", "eval_every=160", "eval_tasks=60", "coldstart_tasks=600",
+                "coldstart_steps=200", "coldstart_batch=8"]
     cfg = load_config(DemoConfig, None, defaults + [f"out={args.out}", f"generations={args.generations}",
                                                     f"seeds={list(args.seeds)}", f"jobs={args.jobs}", *args.set])
     try:
