@@ -7,7 +7,9 @@
    (when fewer than ``min_bank`` succeed, the scripted expert's episodes on training tasks are added,
    and the report says so); cached under ``$LOPD_CACHE_DIR/demo/bank-<key>``;
 3. the LOPD composer is warmed on (retrieved experiences -> successful trajectory) pairs
-   (``lopd coldstart``), cached per composer configuration (``coldstart-<key>.pt``);
+   (``lopd coldstart``), cached per composer configuration (``coldstart-<key>.pt``); with
+   ``coldstart_source="referenced"`` the trajectories are the base's successes when it is given its
+   top-1 bank experience as text (cached under ``cstraces-<key>``), so the latents learn to carry it;
 4. every run (learner + config overrides, per seed) trains on the same tasks at the same
    generation budget and is evaluated on held-out tasks every ``eval_every`` generations
    (:mod:`harness.trainer`); a finished run is reused when its spec is unchanged;
@@ -41,7 +43,6 @@ from harness.demo_report import BEHAVIOUR, summarize
 DEMO_VERSION = 2
 """Bump to invalidate every cached bank, cold-start composer and finished run (when the code that
 makes them changes; the keys hold the settings and the base's key, not this file's text)."""
-
 
 
 @dataclass
