@@ -101,6 +101,13 @@ def test_demo_from_a_fresh_cache_then_cached(tmp_path, monkeypatch, capsys):
     assert [r["reused"] for r in rep3["runs"] if r["label"] == "grpo"] == [False]
     assert [p["generations"] for p in rep3["specs"]["grpo"]["curve"]] == [0, 8, 16]
 
+    # the paper's cold-start pairs (the bank's own episodes): another composer, so LOPD retrains, GRPO not
+    assert main(["demo", "--out", str(out), *SMALL, "progress=false", "coldstart_source=base"]) == 0
+    rep4 = json.loads((out / "report.json").read_text())
+    assert rep4["coldstart"]["traces"] == {"source": "base"}
+    assert rep4["coldstart"]["composers"]["lopd"]["path"] != rep["coldstart"]["composers"]["lopd"]["path"]
+    assert {r["label"]: r["reused"] for r in rep4["runs"]} == {"grpo": True, "lopd": False}
+
 
 def test_same_run_ignores_progress_bars_only():
     want = {"version": 1, "overrides": ["seed=0", "log.progress=true", "optim.lr=0.001"]}
