@@ -73,8 +73,9 @@ def probe(base_dir: str, bank_dir: str, composers: list[str], n_tasks: int = 60,
         queue = iter(ids)
 
         def build(messages: list[dict[str, Any]]) -> tuple[list[int], None]:
-            msgs = copy.deepcopy(messages)
-            msgs[1]["content"] = frame_reference(str(msgs[1]["content"]), refs[next(queue)])
+            msgs, ref = copy.deepcopy(messages), refs.get(next(queue))
+            if ref is not None:  # a task the bank finds nothing for plays without context
+                msgs[1]["content"] = frame_reference(str(msgs[1]["content"]), ref)
             return render_prompt(tok, msgs), None
         return build
 
