@@ -20,7 +20,6 @@ how often the top-1 retrieved experience shares the task's template (the retriev
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import statistics
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import Any
 
 import torch
 
-from harness.base_model import frame_reference, good_reference, make_env
+from harness.base_model import good_reference, make_env, referenced_prompts
 from harness.demo import load_base_dir
 
 
@@ -46,7 +45,7 @@ def probe(base_dir: str, bank_dir: str, composers: list[str], n_tasks: int = 60,
     from harness.engines import EmbedOverride, HFEngine, SamplingParams
     from harness.learners.lopd import latent_teacher_prompt
     from harness.learners.privileged import HashingEmbedder
-    from harness.rollout import RolloutConfig, render_prompt, rollout
+    from harness.rollout import RolloutConfig, rollout
     from harness.train_config import TrainConfig
     from harness.trainer import example_config
     from lopd.bank import ExperienceBank
@@ -69,16 +68,6 @@ def probe(base_dir: str, bank_dir: str, composers: list[str], n_tasks: int = 60,
 
     lcfg = load_config(TrainConfig, example_config("lopd"), list(composer_overrides or [])).lopd  # the composers' settings
 
-    def text_prompt(refs: dict[str, str]):
-        queue = iter(ids)
-
-        def build(messages: list[dict[str, Any]]) -> tuple[list[int], None]:
-            msgs, ref = copy.deepcopy(messages), refs.get(next(queue))
-            if ref is not None:  # a task the bank finds nothing for plays without context
-                msgs[1]["content"] = frame_reference(str(msgs[1]["content"]), ref)
-            return render_prompt(tok, msgs), None
-        return build
-
     def latent_prompt(latents: dict[str, torch.Tensor]):
         queue = iter(ids)
 
@@ -88,8 +77,8 @@ def probe(base_dir: str, bank_dir: str, composers: list[str], n_tasks: int = 60,
             return p_ids, EmbedOverride(positions=pos, embeds=lat)
         return build
 
-    conditions: dict[str, Any] = {"none": None, "oracle": text_prompt(oracle),
-                                  "retrieved": text_prompt({k: v[0] for k, v in exps.items() if v})}
+    conditions: dict[str, Any] = {"none": None, "oracle": referenced_prompts(tok, ids, oracle),
+                                  "retrieved": referenced_prompts(tok, ids, {k: v[0] for k, v in exps.items() if v})}
     for path in composers:
         frozen, _, _ = load_base_dir(base_dir)
         comp = Composer(frozen, tok, lcfg.composer)

@@ -75,6 +75,23 @@ def frame_reference(task_text: str, reference: str) -> str:
     return reference_framing().replace("{reference}", reference).replace("{task}", task_text)
 
 
+def referenced_prompts(tokenizer: Any, task_ids: list[str], references: dict[str, str]):
+    """A ``build_prompt`` for :func:`harness.rollout.rollout` over envs reset to ``task_ids`` in order:
+    each task's reference framed into its first user message (a task without one plays without
+    context). rollout builds each env's prompt once, in env order."""
+    from harness.rollout import render_prompt
+
+    queue = iter(task_ids)
+
+    def build(messages: list[dict[str, Any]]) -> tuple[list[int], None]:
+        msgs, ref = copy.deepcopy(messages), references.get(next(queue))
+        if ref is not None:
+            msgs[1]["content"] = frame_reference(str(msgs[1]["content"]), ref)
+        return render_prompt(tokenizer, msgs), None
+
+    return build
+
+
 @dataclass
 class BasePretrainConfig(PretrainConfig):
     """:class:`harness.pretrain.PretrainConfig` with the base model's defaults (as class defaults, so a
@@ -407,7 +424,7 @@ def evaluate_base(model: Any, tokenizer: Any, cfg: BaseModelConfig | dict[str, A
     import torch
 
     from harness.engines import HFEngine, SamplingParams
-    from harness.rollout import RolloutConfig, render_prompt, rollout
+    from harness.rollout import RolloutConfig, rollout
 
     cfg, ecfg = _as_config(cfg), ecfg or EvalConfig()
     env0 = make_env(cfg, split=None)
@@ -436,19 +453,13 @@ def evaluate_base(model: Any, tokenizer: Any, cfg: BaseModelConfig | dict[str, A
         for cond in rewards:
             for start in range(0, len(ids), ecfg.batch_size):
                 chunk = ids[start:start + ecfg.batch_size]
-                queue = iter(chunk)  # rollout calls build_prompt once per env, in order
-
-                def with_reference(messages: list[dict[str, Any]], queue=queue) -> tuple[list[int], None]:
-                    msgs = copy.deepcopy(messages)
-                    msgs[1]["content"] = frame_reference(str(msgs[1]["content"]), refs[next(queue)])
-                    return render_prompt(tokenizer, msgs), None
 
                 sampling = SamplingParams(temperature=ecfg.temperature, top_p=ecfg.top_p, top_k=ecfg.top_k,
                                           max_new_tokens=ecfg.max_new_tokens,
                                           seed=ecfg.seed * 7919 + start)
                 trajs = rollout(envs[: len(chunk)], engine, tokenizer, sampling=sampling, config=rcfg,
                                 options=[{"task_id": tid} for tid in chunk],
-                                build_prompt=with_reference if cond == "with_reference" else None)
+                                build_prompt=referenced_prompts(tokenizer, chunk, refs) if cond == "with_reference" else None)
                 for tid, tr in zip(chunk, trajs):
                     r = float(tr.episode.reward)
                     rewards[cond].append(r)

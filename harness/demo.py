@@ -159,9 +159,9 @@ def _play(model: Any, tok: Any, cfg: DemoConfig, ids: list[str], out: Path, desc
 
     import envs  # noqa: F401
     from envs.trace import TraceWriter
-    from harness.base_model import frame_reference
+    from harness.base_model import referenced_prompts
     from harness.engines import HFEngine, SamplingParams
-    from harness.rollout import RolloutConfig, render_prompt, rollout
+    from harness.rollout import RolloutConfig, rollout
 
     kw = env_kwargs(cfg.base)
     engine = HFEngine(model, tok)
@@ -172,18 +172,11 @@ def _play(model: Any, tok: Any, cfg: DemoConfig, ids: list[str], out: Path, desc
     with TraceWriter(out) as w:
         for s in range(0, len(ids), batch):
             chunk = ids[s:s + batch]
-            queue = iter(chunk)  # rollout builds the prompts once per env, in order
-
-            def with_reference(messages: list[dict[str, Any]], queue=queue) -> tuple[list[int], None]:
-                msgs = copy.deepcopy(messages)
-                msgs[1]["content"] = frame_reference(str(msgs[1]["content"]), references[next(queue)])
-                return render_prompt(tok, msgs), None
-
             sampling = SamplingParams(temperature=cfg.bank_temperature, top_p=0.95, top_k=20,
                                       max_new_tokens=cfg.max_new_tokens, seed=1000 + s)
             trajs = rollout(envs_[: len(chunk)], engine, tok, sampling=sampling,
                             config=RolloutConfig(max_turns=cfg.max_turns), options=[{"task_id": t} for t in chunk],
-                            build_prompt=with_reference if references is not None else None,
+                            build_prompt=referenced_prompts(tok, chunk, references) if references is not None else None,
                             meta={"run": "base", "learner": "base", "phase": phase})
             for tr in trajs:
                 w.write(tr.episode)
