@@ -190,14 +190,21 @@ def _play(model: Any, tok: Any, cfg: DemoConfig, ids: list[str], out: Path, desc
     return len(ids), ok
 
 
-def _train_ids(cfg: DemoConfig, n: int) -> list[str]:
+def _train_tasks(cfg: DemoConfig, n: int) -> list[Any]:
     """The first ``n`` training tasks of the base's world."""
     import gymnasium as gym
 
     import envs  # noqa: F401
 
     env0 = gym.make("lopd/micro-v0", **env_kwargs(cfg.base)).unwrapped
-    return [t.task_id for t in env0.all_tasks() if t.split == "train"][:n]
+    return [t for t in env0.all_tasks() if t.split == "train"][:n]
+
+
+def _embedder(cfg: DemoConfig) -> Any:
+    """The bank's retrieval embedder of ``cfg.embedder`` (None: the bank's own model)."""
+    from harness.learners.privileged import HashingEmbedder
+
+    return HashingEmbedder() if cfg.embedder == "hashing" else None
 
 
 def _expert_episodes(cfg: DemoConfig, n: int, out: Path) -> int:
@@ -239,16 +246,14 @@ def build_bank_dir(model: Any, tok: Any, cfg: DemoConfig, base_info: dict[str, A
     target = cache / f"bank-{bank_key(cfg, base_info)}"
 
     def build(tmp: Path) -> None:
-        from harness.learners.privileged import HashingEmbedder
         from lopd.bank import ExperienceBank
 
         t0 = time.perf_counter()
-        played, ok = _play(model, tok, cfg, _train_ids(cfg, cfg.bank_tasks), tmp / "base_traces.jsonl",
-                           "bank: base rollouts", "bank")
+        ids = [t.task_id for t in _train_tasks(cfg, cfg.bank_tasks)]
+        played, ok = _play(model, tok, cfg, ids, tmp / "base_traces.jsonl", "bank: base rollouts", "bank")
         expert = _expert_episodes(cfg, max(0, cfg.min_bank - ok), tmp / "expert_traces.jsonl")
-        emb = HashingEmbedder() if cfg.embedder == "hashing" else None
         bank = ExperienceBank.build([tmp / "base_traces.jsonl", tmp / "expert_traces.jsonl"],
-                                    config=bank_config(cfg), embedder=emb)
+                                    config=bank_config(cfg), embedder=_embedder(cfg))
         bank.save(tmp / "bank")
         info = {"base_episodes": played, "base_successes": ok, "expert": expert, "entries": len(bank),
                 "seconds": round(time.perf_counter() - t0, 2)}
@@ -267,15 +272,11 @@ def coldstart_traces_dir(model: Any, tok: Any, cfg: DemoConfig, bank: Path, cach
     target = cache / f"cstraces-{_key('cstraces', str(bank), cfg.coldstart_tasks, cfg.bank_temperature)}"
 
     def build(tmp: Path) -> None:
-        import gymnasium as gym
-
-        from harness.learners.privileged import HashingEmbedder
         from lopd.bank import ExperienceBank
 
         t0 = time.perf_counter()
-        env0 = gym.make("lopd/micro-v0", **env_kwargs(cfg.base)).unwrapped
-        tasks = [t for t in env0.all_tasks() if t.split == "train"][: cfg.coldstart_tasks]
-        lib = ExperienceBank.load(bank / "bank", embedder=HashingEmbedder() if cfg.embedder == "hashing" else None)
+        tasks = _train_tasks(cfg, cfg.coldstart_tasks)
+        lib = ExperienceBank.load(bank / "bank", embedder=_embedder(cfg))
         hits = lib.search([t.prompt for t in tasks], k=1, env="lopd/micro-v0", task_ids=[t.task_id for t in tasks])
         refs = {t.task_id: row[0].experience.text for t, row in zip(tasks, hits) if row}
         played, ok = _play(model, tok, cfg, list(refs), tmp / "traces.jsonl", "cold start: referenced rollouts",
