@@ -15,7 +15,9 @@ Runs (labels):
 - margin ablation: ``lopd-m0`` (m = 0), ``lopd`` (m = 0.05), ``lopd-m0.2``, ``lopd-frozen`` (composer
   not trained: ``lopd.train_composer=false``);
 - latents per experience: ``lopd-lat8``, ``lopd-lat16``, ``lopd`` (32), ``lopd-lat64``;
-- retrievals: ``lopd-k1``, ``lopd`` (3).
+- retrievals: ``lopd-k1``, ``lopd`` (3);
+- composer_lr (not in the default groups): the margin ablation with the composer's RL lr at 1e-4
+  instead of the paper's 1e-5 (``lopd-clr1e-4-m0``, ``lopd-clr1e-4``, ``lopd-clr1e-4-m0.2``, ``lopd-frozen``).
 Ablations are config overrides only (``ABLATIONS``).
 
 Tuning (``--tune``): the same grid for every learner, the student learning rate in
@@ -51,6 +53,7 @@ from harness.demo import DemoConfig, RunSpec, copy_config, run_pipeline  # noqa:
 from harness.demo_report import format_report, plot_curves  # noqa: E402
 
 LEARNERS = ["grpo", "opsd", "sdpo", "lopd"]
+_CLR = "lopd.composer_optim.lr=1e-4"
 ABLATIONS: dict[str, list[tuple[str, list[str]]]] = {
     "margin": [("lopd-m0", ["lopd.margin.margin=0"]), ("lopd", []), ("lopd-m0.2", ["lopd.margin.margin=0.2"]),
                ("lopd-frozen", ["lopd.train_composer=false"])],
@@ -58,6 +61,11 @@ ABLATIONS: dict[str, list[tuple[str, list[str]]]] = {
                 ("lopd-lat16", ["lopd.composer.qformer.n_latents=16"]), ("lopd", []),
                 ("lopd-lat64", ["lopd.composer.qformer.n_latents=64"])],
     "retrieval": [("lopd-k1", ["lopd.n_retrieved=1"]), ("lopd", [])],
+    # The margin ablation again with the composer's RL lr x10: at the paper's 1e-5 the composer hardly
+    # moves in the 50 steps of a 1,600-generation run, so the margin term cannot matter (RESULTS.md, r14).
+    "composer_lr": [("lopd-clr1e-4-m0", [_CLR, "lopd.margin.margin=0"]), ("lopd-clr1e-4", [_CLR]),
+                    ("lopd-clr1e-4-m0.2", [_CLR, "lopd.margin.margin=0.2"]),
+                    ("lopd-frozen", ["lopd.train_composer=false"])],
 }
 # Moved up twice when the best lr sat on the grid's top for every learner: 3e-4 of [3e-5 .. 3e-4] (r7 base),
 # 1e-3 of [1e-4 .. 1e-3] for GRPO, OPSD, SDPO and LOPD on the r12 base.
@@ -189,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--generations", type=int, default=1600, help="budget per run (default 1600)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--groups", nargs="+", default=["main", "margin", "latents", "retrieval"],
-                    choices=["main", "margin", "latents", "retrieval"], help="which runs")
+                    choices=["main", *ABLATIONS], help="which runs (composer_lr: not run by default)")
     ap.add_argument("--jobs", type=int, default=2, help="runs trained at once (processes)")
     ap.add_argument("--only", nargs="+", default=None, metavar="LABEL",
                     help="train and report only these runs of the groups (e.g. the learners that need no cold "
