@@ -17,6 +17,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lopd", description="LOPD Gym: environments and self-distillation training.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for mod in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if mod.name.startswith("_"):  # __main__ runs the CLI; it is no command
+            continue
         module = importlib.import_module(f"{__name__}.{mod.name}")
         if hasattr(module, "register"):
             module.register(sub)

@@ -1,6 +1,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from harness.cli import main
 
 
@@ -10,6 +12,7 @@ def test_help_lists_commands(capsys):
     assert "demo" in out and "score" in out
 
 
-def test_console_script_entry_point_runs():
-    r = subprocess.run([sys.executable, "-m", "harness", "--help"], capture_output=True, text=True, timeout=120)
+@pytest.mark.parametrize("module", ["harness", "harness.cli"])
+def test_console_script_entry_point_runs(module):
+    r = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "COMMAND" in r.stdout
