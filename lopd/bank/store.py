@@ -115,6 +115,9 @@ def write_snapshot(root: str | os.PathLike, files: dict[str, Writer], manifest: 
         f.write(manifest_bytes)
         f.flush()
         os.fsync(f.fileno())
+    subdirs = {tmp / parent for rel in files for parent in Path(rel).parents if parent != Path(".")}
+    for sub in sorted(subdirs, key=lambda d: -len(d.parts)):
+        _fsync(sub)  # new entries in subfolders (shards/) are durable only once their folder is synced
     _fsync(tmp)
     versions = _versions(root)
     name = f"v{(versions[-1] + 1) if versions else 1:06d}"

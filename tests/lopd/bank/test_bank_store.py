@@ -229,3 +229,16 @@ def test_search_vectors_leaves_the_callers_array_alone_and_checks_it():
     for bad in (np.full((1, DIM), np.nan, np.float32), np.ones((1, DIM + 1), np.float32)):
         with pytest.raises(ValueError, match="finite"):
             bank.search_vectors(bad, 2)
+
+
+def test_save_syncs_every_new_subfolder_before_the_snapshot_is_renamed(tmp_path, monkeypatch):
+    events = []
+    real_fsync, real_rename = store._fsync, os.rename
+    monkeypatch.setattr(store, "_fsync", lambda p: (events.append(("sync", Path(p))), real_fsync(p))[1])
+    monkeypatch.setattr(store.os, "rename", lambda a, b: (events.append(("rename", Path(a))), real_rename(a, b))[1])
+    files = {"top.bin": lambda f: f.write(b"a"), "shards/a/x.bin": lambda f: f.write(b"b")}
+    store.write_snapshot(tmp_path / "bank", files, {})
+    first_rename = next(i for i, (kind, _) in enumerate(events) if kind == "rename")
+    tmp = events[first_rename][1]
+    synced = [p for kind, p in events[:first_rename] if kind == "sync"]
+    assert synced == [tmp / "shards" / "a", tmp / "shards", tmp]  # children before parents
