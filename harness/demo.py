@@ -410,9 +410,12 @@ def _spec_file(run_dir: Path) -> Path:
 
 
 def same_run(saved: dict[str, Any] | None, want: dict[str, Any]) -> bool:
-    """Whether a finished run's saved spec trains the same run as ``want`` (progress bars aside)."""
+    """Whether a finished run's saved spec trains the same run as ``want``. Progress bars and the run's
+    folder are not part of it, so an output folder can be moved, or assembled from links to runs of
+    several comparisons, and still be reused."""
     def identity(spec: dict[str, Any]) -> tuple[Any, list[str]]:
-        return spec.get("version"), [o for o in spec.get("overrides", []) if not o.startswith("log.progress=")]
+        return spec.get("version"), [o for o in spec.get("overrides", [])
+                                     if not o.startswith(("log.progress=", "run_dir="))]
 
     return isinstance(saved, dict) and identity(saved) == identity(want)
 
@@ -494,7 +497,9 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
         sf = _spec_file(run_dir)
         if sf.is_file() and same_run(json.loads(sf.read_text()).get("spec"), want) and complete(run_dir, cfg):
             continue
-        if run_dir.exists():
+        if run_dir.is_symlink():
+            run_dir.unlink()  # a link to a run of another spec: drop the link, never the run it names
+        elif run_dir.exists():
             shutil.rmtree(run_dir)  # a stale or unfinished run of another spec
         todo.append((spec, seed, run_dir, ov, want))
     summaries: dict[str, dict[str, Any]] = {}

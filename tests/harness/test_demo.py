@@ -108,10 +108,24 @@ def test_demo_from_a_fresh_cache_then_cached(tmp_path, monkeypatch, capsys):
     assert rep4["coldstart"]["composers"]["lopd"]["path"] != rep["coldstart"]["composers"]["lopd"]["path"]
     assert {r["label"]: r["reused"] for r in rep4["runs"]} == {"grpo": True, "lopd": False}
 
+    # an output folder assembled from links to finished runs reuses them (a run's folder is no part of
+    # its identity); a link to a run of another spec is dropped and retrained there, the run it named kept
+    linked = tmp_path / "linked"
+    (linked / "runs").mkdir(parents=True)
+    for r in rep4["runs"]:
+        (linked / "runs" / Path(r["run_dir"]).name).symlink_to(r["run_dir"])
+    assert main(["demo", "--out", str(linked), *SMALL, "progress=false"]) == 0
+    rep5 = json.loads((linked / "report.json").read_text())
+    assert {r["label"]: r["reused"] for r in rep5["runs"]} == {"grpo": True, "lopd": False}
+    lopd5 = Path(rep5["runs"][[r["label"] for r in rep5["runs"]].index("lopd")]["run_dir"])
+    assert not lopd5.is_symlink() and lopd5.is_dir()
+    assert (out / "runs" / lopd5.name / "metrics.jsonl").is_file()  # coldstart_source=base's run, untouched
 
-def test_same_run_ignores_progress_bars_only():
-    want = {"version": 1, "overrides": ["seed=0", "log.progress=true", "optim.lr=0.001"]}
-    assert same_run({"version": 1, "overrides": ["seed=0", "log.progress=false", "optim.lr=0.001"]}, want)
+
+def test_same_run_ignores_progress_bars_and_the_folder_only():
+    want = {"version": 1, "overrides": ["run_dir=/a/runs/x-s0", "seed=0", "log.progress=true", "optim.lr=0.001"]}
+    assert same_run({"version": 1, "overrides": ["run_dir=/b/runs/x-s0", "seed=0", "log.progress=false",
+                                                 "optim.lr=0.001"]}, want)
     assert not same_run({"version": 1, "overrides": ["seed=0", "log.progress=true", "optim.lr=0.0003"]}, want)
     assert not same_run({"version": 0, "overrides": want["overrides"]}, want)
     assert not same_run(None, want) and not same_run(["seed=0"], want)
