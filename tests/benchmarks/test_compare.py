@@ -26,11 +26,12 @@ def test_specs_for_main_lists_every_learner_once():
 
 
 def test_composer_lr_group_keeps_the_student_lr_and_shares_the_frozen_run_with_margin():
-    specs = by_label(compare.specs_for(["margin", "composer_lr"], {"lopd": 3e-4}))
+    listed = compare.specs_for(["margin", "composer_lr"], {"lopd": 3e-4})
+    assert [s.label for s in listed].count("lopd-frozen") == 1  # in both groups, one run dir, trained once
+    specs = by_label(listed)
     assert specs["lopd-clr1e-4-m0"].overrides == ["optim.lr=0.0003", "lopd.composer_optim.lr=1e-4",
                                                   "lopd.margin.margin=0"]
     assert specs["lopd-clr1e-4"].overrides == ["optim.lr=0.0003", "lopd.composer_optim.lr=1e-4"]
-    assert list(specs).count("lopd-frozen") == 1  # the same run dir, trained once
 
 
 def test_parse_lrs_gives_the_same_override_text_as_tuning():
