@@ -6,8 +6,11 @@ Stdlib only. It reproduces lcb_runner's ``run_test`` (evaluation/testing_util.py
 * the code runs in a fresh process with lcb_runner's reliability guard, ``sys.stdin`` on /dev/null
   (as in a multiprocessing child) and ``sys.set_int_max_str_digits(50000)``;
 * stdin problems: ``if __name__ == '__main__'`` unwrapped, the module body wrapped into
-  ``wrapped_function`` after lcb's import header, stdin/``open`` patched with the test input, stdout
-  captured; lines compared stripped, exactly or token-wise as ``Decimal``;
+  ``wrapped_function`` after lcb's import header, stdout captured, ``sys.stdin`` replaced by lcb's mock
+  of it (:class:`LcbStdin`: ``read()`` the whole input on every call, ``readlines()`` split on "\\n", a
+  ``buffer`` whose ``readline()`` always gives the first line, not iterable) and ``builtins.open`` /
+  the header-bound ``stdin.read*`` patched as lcb does; lines compared stripped, exactly or token-wise
+  as ``Decimal``;
 * call-based problems: header + code, ``Solution()`` when the code mentions ``class Solution``, each
   input line ``json.loads``'d into positional args, a tuple result becomes a list, then ``==``;
 * ``signal.alarm(6)`` per test and for compilation; codes True, -2 wrong answer (call-based: False),
@@ -135,21 +138,66 @@ def compile_solution(code, timeout):
     return compiled
 
 
+class LcbStdinBytes:
+    """``sys.stdin.buffer`` of a stdin test, as lcb_runner's mock has it: two methods and nothing else
+    (no ``readlines``, no ``readable``, not iterable)."""
+
+    def __init__(self, text):
+        self._data = text.encode("utf-8")
+
+    def read(self, *_ignored):
+        return self._data  # the whole input, on every call
+
+    def readline(self, *_ignored):
+        return self._data.split(b"\n")[0] + b"\n"  # always the FIRST line: it never advances
+
+
+class LcbStdin:
+    """What ``sys.stdin`` is during one lcb_runner stdin test (its mock with a ``buffer``).
+
+    ``read`` gives the whole input on every call (whatever ``readline`` consumed); ``readline``
+    advances through the input; ``readlines`` is ``text.split("\\n")``, without the newlines; every
+    other attribute is taken from a StringIO of the input, looked up per instance, so what Python
+    looks up on the class is missing: ``for line in sys.stdin``, ``next(sys.stdin)`` and ``with
+    sys.stdin`` raise TypeError, and ``fileno()`` raises io.UnsupportedOperation."""
+
+    def __init__(self, text):
+        import io
+
+        self._text = text
+        self._cursor = io.StringIO(text)
+        self.buffer = LcbStdinBytes(text)
+
+    def read(self, *_ignored):
+        return self._text
+
+    def readline(self, *size):
+        return self._cursor.readline(*size)
+
+    def readlines(self, *_ignored):
+        return self._text.split("\n")
+
+    def __getattr__(self, name):
+        return getattr(self._cursor, name)
+
+
 def call_with_stdin(method, inputs):
     """Run a wrapped stdin program with the test input behind sys.stdin, open() and stdin.*."""
-    import io
     from unittest.mock import mock_open, patch
 
     if isinstance(inputs, list):
         inputs = "\n".join(inputs)
     lines = iter(inputs.split("\n"))
     # Entered bottom-up, as lcb's decorators: read/readlines/readline land on the real stdin (which
-    # the header's `from sys import *` bound as `stdin`), then sys.stdin itself is replaced.
+    # the header's `from sys import *` bound as `stdin`; past the last line its readline raises
+    # StopIteration), then sys.stdin itself becomes the mock, whose own methods apply. builtins.open
+    # is patched, but the header's `from io import *` / `from builtins import *` bound the name `open`
+    # to the real one, so only an explicit `builtins.open(...)` gets the input.
     patches = [
         patch("sys.stdin.read", lambda *a: inputs),
         patch("sys.stdin.readlines", lambda *a: inputs.split("\n")),
         patch("sys.stdin.readline", lambda *a: next(lines)),
-        patch("sys.stdin", io.StringIO(inputs)),
+        patch("sys.stdin", LcbStdin(inputs)),
         patch("builtins.open", mock_open(read_data=inputs)),
     ]
     entered = []

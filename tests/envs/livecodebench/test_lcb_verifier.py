@@ -37,15 +37,105 @@ def test_stdin_result_codes(verifier, own):
     )
     assert verifier.check(p, main_guard).passed
     assert verifier.check(p, "import sys\n" + SUM_OK + "sys.exit(0)\n").passed  # SystemExit is caught
-    # lcb quirks: sys.stdin is a StringIO (no .buffer) and the header's `from builtins import *` binds the
-    # real open, so open(0) reads nothing
-    assert verifier.check(p, "import sys\nprint(sys.stdin.buffer.read())").results == [-4]
-    assert verifier.check(p, "data = open(0).read().split()\nprint(sum(map(int, data[1:])))").results == [-2]
-    stdin_names = (
+
+
+# How each way of reading stdin fares under lcb_runner's stdin mock (testing_util.py at 28fef95e:
+# MockStdinWithBuffer behind sys.stdin, then read/readline/readlines patched on the real stdin that the
+# header's `from sys import *` bound as `stdin`). Most programs answer own_sum correctly from a real
+# stdin; the verdicts are lcb's, checked against a local re-creation of its call_method. Both modes give
+# the same verdicts: the mock is how lcb runs the code, not how it compares, and holds only the input.
+_TAIL = "n = int(data[0])\nxs = list(map(int, data[1:n + 1]))\nprint(sum(xs))\nprint(sum(xs) / n)\n"
+_TWO_LINES = "print(sum(xs))\nprint(sum(xs) / n)\n"
+STDIN_IDIOMS = [
+    # mock.read() returns the whole input, whatever the arguments
+    ("read", "import sys\ndata = sys.stdin.read().split()\n" + _TAIL, [True] * 3),
+    ("read_twice", "import sys\nsys.stdin.read()\ndata = sys.stdin.read().split()\n" + _TAIL, [True] * 3),
+    ("read_size", "import sys\ndata = sys.stdin.read(1).split()\n" + _TAIL, [True] * 3),
+    # ... even after readline consumed a line, so n is read again as a number to add
+    (
+        "read_after_input",
+        "import sys\nn = int(input())\nxs = list(map(int, sys.stdin.read().split()))\n" + _TWO_LINES,
+        [-2],
+    ),
+    # mock.readline() advances through a StringIO of the input and gives "" at the end
+    (
+        "readline",
+        "import sys\nn = int(sys.stdin.readline())\nxs = list(map(int, sys.stdin.readline().split()))\n"
+        "assert sys.stdin.readline() == sys.stdin.readline() == ''\n" + _TWO_LINES,
+        [True] * 3,
+    ),
+    # mock.readlines() is input.split("\n"): no newlines kept, a trailing ''
+    (
+        "readlines",
+        "import sys\nlines = sys.stdin.readlines()\nassert lines[-1] == ''\n"
+        "n = int(lines[0])\nxs = list(map(int, lines[1].split()))\n" + _TWO_LINES,
+        [True] * 3,
+    ),
+    # ... so joining the lines glues "3" to "1 2 3"
+    ("readlines_joined", "import sys\ndata = ''.join(sys.stdin.readlines()).split()\n" + _TAIL, [-2]),
+    # the mock defines no __iter__/__next__/__enter__ and Python looks them up on the class, not through
+    # its __getattr__: TypeError
+    ("iterate", "import sys\ndata = ' '.join(line for line in sys.stdin).split()\n" + _TAIL, [-4]),
+    ("next", "import sys\nn = int(next(sys.stdin))\n", [-4]),
+    ("with", "import sys\nwith sys.stdin as f:\n    data = f.read().split()\n" + _TAIL, [-4]),
+    # mock.buffer.read() gives all the bytes (issue #18: a runtime error while our mock had no buffer)
+    ("buffer_read", "import sys\ndata = sys.stdin.buffer.read().split()\n" + _TAIL, [True] * 3),
+    # mock.buffer.readline() always gives the first line + b"\n", so the second call reads "3" again
+    (
+        "buffer_readline",
+        "import sys\nn = int(sys.stdin.buffer.readline())\n"
+        "xs = list(map(int, sys.stdin.buffer.readline().split()))\n" + _TWO_LINES,
+        [-2],
+    ),
+    # the buffer has read and readline only: AttributeError
+    (
+        "buffer_readlines",
+        "import sys\nlines = sys.stdin.buffer.readlines()\ndata = b' '.join(lines).split()\n" + _TAIL,
+        [-4],
+    ),
+    (
+        "buffer_wrapped",
+        "import io, sys\ndata = io.TextIOWrapper(sys.stdin.buffer).read().split()\n" + _TAIL,
+        [-4],
+    ),
+    # fileno goes through __getattr__ to StringIO.fileno: io.UnsupportedOperation
+    ("fileno", "import os, sys\ndata = os.read(sys.stdin.fileno(), 1 << 20).split()\n" + _TAIL, [-4]),
+    # the header's `from io import *` / `from builtins import *` bound the name `open` to the real open before
+    # builtins.open was patched, so open(0) reads the process's own fd 0 (nothing: at its end here, /dev/null
+    # in a non-interactive lcb run) and data[0] is an IndexError ...
+    ("open0", "data = open(0).read().split()\n" + _TAIL, [-4]),
+    ("open0_sum", "data = open(0).read().split()\nprint(sum(map(int, data[1:])))\n", [-2]),
+    # ... while builtins.open looked up at call time is the mock_open with the input
+    ("builtins_open0", "import builtins\ndata = builtins.open(0).read().split()\n" + _TAIL, [True] * 3),
+    # input() reads through mock.readline (fileno fails, so no tty path); EOFError past the end
+    ("input", SUM_OK, [True] * 3),
+    (
+        "input_past_end",
+        "n = int(input())\nxs = list(map(int, input().split()))\ninput()\ninput()\n" + _TWO_LINES,
+        [-4],
+    ),
+    # the header-bound `stdin` is the real stdin with patched methods: readline is next() on the lines ...
+    (
+        "stdin_readline",
+        "n = int(stdin.readline())\nxs = list(map(int, stdin.readline().split()))\n" + _TWO_LINES,
+        [True] * 3,
+    ),
+    # ... which raises StopIteration past the last line ("3", "1 2 3", "" and then nothing)
+    (
+        "stdin_readline_past_end",
         "n = int(stdin.readline())\nxs = list(map(int, stdin.readline().split()))\n"
-        "print(sum(xs))\nprint(sum(xs) / n)\n"
-    )
-    assert verifier.check(p, stdin_names).passed
+        "stdin.readline()\nstdin.readline()\n" + _TWO_LINES,
+        [-4],
+    ),
+    ("stdin_read", "data = stdin.read().split()\n" + _TAIL, [True] * 3),
+    # its buffer is the real (empty) one: data[0] is an IndexError
+    ("stdin_buffer_read", "data = stdin.buffer.read().split()\n" + _TAIL, [-4]),
+]
+
+
+@pytest.mark.parametrize("code, expected", [c[1:] for c in STDIN_IDIOMS], ids=[c[0] for c in STDIN_IDIOMS])
+def test_stdin_idioms_as_lcb(verifier, own, code, expected):
+    assert verifier.check(own["own_sum"], code).results == expected
 
 
 def test_call_based_result_codes(verifier, own):
