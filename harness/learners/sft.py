@@ -56,8 +56,12 @@ class SFTLearner(Learner):
         self.examples: list[tuple[list[int], list[int]]] = []
         self.dropped = 0
         for messages_or_ep in self._records():
-            ids, mask = (episode_tokens(messages_or_ep) if isinstance(messages_or_ep, Episode)
-                         else conversation_tokens(ctx.tokenizer, messages_or_ep, ctx.template_kwargs))
+            if isinstance(messages_or_ep, Episode):
+                # the third value, the behaviour policy's logprobs, is for off-policy corrections;
+                # SFT's NLL on the demonstration needs none
+                ids, mask, _ = episode_tokens(messages_or_ep)
+            else:
+                ids, mask = conversation_tokens(ctx.tokenizer, messages_or_ep, ctx.template_kwargs)
             if len(ids) > self.cfg.max_tokens or not any(mask):
                 self.dropped += 1
                 continue
