@@ -29,6 +29,8 @@ from typing import Any, TypeVar
 import torch
 import torch.distributed as tdist
 
+from lopd.losses import upcast
+
 T = TypeVar("T")
 
 
@@ -134,8 +136,7 @@ def sync_gradients(params: Iterable[torch.nn.Parameter], dist: DistInfo) -> None
     params = [p for p in params if p.requires_grad]
     if not params:
         return
-    flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1).float()
-                      for p in params])
+    flat = torch.cat([upcast(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params])
     tdist.all_reduce(flat, op=tdist.ReduceOp.SUM)
     offset = 0
     for p in params:

@@ -32,8 +32,9 @@ class ModelConfig:
     """A local HF model directory, or ``tiny:<preset>`` for the project's tiny Qwen3 (1m, 5m)."""
     tiny_seed: int = 0
     """Initialisation seed of a ``tiny:`` model."""
-    dtype: Literal["float32", "bfloat16"] = "float32"
-    """Weights dtype (bfloat16 on GPUs; losses are computed in fp32 either way)."""
+    dtype: Literal["float32", "bfloat16", "float64"] = "float32"
+    """Weights dtype (bfloat16 on GPUs). Losses are computed in fp32, or in float64 with float64
+    weights (the numerics tests' setting, where rounding is negligible)."""
     device: str = "cpu"
     """``cpu``, ``cuda`` or ``auto`` (CUDA when available)."""
 

@@ -92,7 +92,7 @@ def load_student(cfg: TrainConfig, device: torch.device) -> tuple[torch.nn.Modul
     """The initial student and its tokenizer (``tiny:<preset>`` or a local HF directory)."""
     from harness.models import build_tiny_model, load_model
 
-    dtype = torch.bfloat16 if cfg.model.dtype == "bfloat16" else torch.float32
+    dtype = getattr(torch, cfg.model.dtype)
     if cfg.model.path.startswith("tiny:"):
         model, tok = build_tiny_model(cfg.model.path.split(":", 1)[1], seed=cfg.model.tiny_seed)
         model = model.to(dtype=dtype)

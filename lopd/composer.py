@@ -32,8 +32,9 @@ import torch
 from torch import Tensor, nn
 
 from lopd.config import ComposerConfig, QFormerConfig
+from lopd.losses import upcast
 
-_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float64": torch.float64}
 
 
 # ------------------------------------------------------------------------------------ QFormer
@@ -81,7 +82,7 @@ class PerceiverAttention(nn.Module):
         k = k.view(b, n + m, self.n_heads, self.head_dim).transpose(1, 2)
         v = v.view(b, n + m, self.n_heads, self.head_dim).transpose(1, 2)
         scale = self.head_dim**-0.25
-        scores = ((q * scale) @ (k * scale).transpose(-2, -1)).float()
+        scores = upcast((q * scale) @ (k * scale).transpose(-2, -1))
         if x_mask is not None:
             keep = torch.cat([x_mask.bool(), x_mask.new_ones(b, m, dtype=torch.bool)], dim=1)
             scores = scores.masked_fill(~keep[:, None, None, :], torch.finfo(scores.dtype).min)

@@ -70,8 +70,9 @@ class QFormerConfig:
     """Feed-forward hidden width = ff_mult * d."""
     share_layers: bool = True
     """One block shared over all passes (paper and code); false gives ``depth`` separate blocks."""
-    dtype: Literal["float32", "bfloat16"] = "float32"
-    """Parameter dtype of the QFormer (authors' code casts it to bfloat16 on GPU)."""
+    dtype: Literal["float32", "bfloat16", "float64"] = "float32"
+    """Parameter dtype of the QFormer (authors' code casts it to bfloat16 on GPU; float64 for
+    numerics tests)."""
 
 
 @dataclass

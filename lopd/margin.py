@@ -30,7 +30,7 @@ import torch
 from torch import Tensor
 
 from lopd.config import MarginConfig
-from lopd.losses import bucket_kl, log_probs_at, sequence_mean, teacher_topk, token_log_probs, with_tail
+from lopd.losses import bucket_kl, log_probs_at, sequence_mean, teacher_topk, token_log_probs, upcast, with_tail
 
 
 def outcome_advantage(rewards: Tensor) -> Tensor:
@@ -66,7 +66,7 @@ def composer_kl(
     if student_topk_logp is not None:
         if topk_ids is None:
             raise ValueError("student_topk_logp needs the topk_ids it was gathered at")
-        s_logp = student_topk_logp.detach().float().to(dev)
+        s_logp = upcast(student_topk_logp.detach()).to(dev)
     elif student_logits is None:
         raise ValueError("composer_kl needs student_logits or student_topk_logp")
     if topk_ids is None:
@@ -83,7 +83,7 @@ def privileged_margin(teacher_logp: Tensor, student_logp: Tensor, mask: Tensor, 
 
     ``teacher_logp``, ``student_logp`` [B, N]: log-probs of the sampled action tokens.
     """
-    diff = teacher_logp.float() - student_logp.detach().float()
+    diff = upcast(teacher_logp) - upcast(student_logp.detach())
     return advantages.float().to(diff.device) * sequence_mean(diff, mask)
 
 
@@ -98,7 +98,7 @@ def anchor_penalty(latents: Sequence[Tensor] | Tensor, anchor_latents: Sequence[
     for c, c0 in zip(latents, anchor_latents):
         if c.shape != c0.shape:
             raise ValueError(f"latent context {tuple(c.shape)} and anchor {tuple(c0.shape)} differ in shape")
-        diff = c.float() - c0.detach().float()
+        diff = upcast(c) - upcast(c0.detach())
         out.append(diff.pow(2).mean() if diff.numel() else diff.sum())
     return torch.stack(out) if out else torch.zeros(0)
 

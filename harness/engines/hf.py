@@ -37,6 +37,7 @@ from harness.engines.base import (
     check_prompts, starts,
 )
 from lopd.latent import inject
+from lopd.losses import upcast
 
 
 @dataclass
@@ -368,7 +369,7 @@ class HFEngine(Engine):
             target = ids[j, st[i]:n]
             tok_lp, top_ids, top_lp = [], [], []
             for c in range(0, h.shape[0], self.logits_chunk):
-                logp = torch.log_softmax(head(h[c:c + self.logits_chunk]).float(), dim=-1)
+                logp = torch.log_softmax(upcast(head(h[c:c + self.logits_chunk])), dim=-1)
                 tok_lp.append(logp.gather(-1, target[c:c + self.logits_chunk, None])[:, 0])
                 if top_k:
                     v, k = torch.topk(logp, top_k, dim=-1)

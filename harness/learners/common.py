@@ -23,6 +23,7 @@ import torch
 from torch import Tensor, nn
 
 from harness.rollout import render_prompt
+from lopd.losses import upcast
 
 
 class TokenScorer(nn.Module):
@@ -45,7 +46,7 @@ class TokenScorer(nn.Module):
                 positions: Tensor, inputs_embeds: Tensor | None = None) -> Tensor:
         h = self.hidden(input_ids, attention_mask, inputs_embeds)
         rows = torch.arange(h.shape[0], device=h.device).unsqueeze(-1)
-        return self.lm.get_output_embeddings()(h[rows, positions.to(h.device)]).float()
+        return upcast(self.lm.get_output_embeddings()(h[rows, positions.to(h.device)]))
 
 
 def clone_model(model: nn.Module, state: dict[str, Tensor]) -> nn.Module:

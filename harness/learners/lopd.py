@@ -43,7 +43,7 @@ from lopd.coldstart import clip_composer_grads
 from lopd.composer import Composer
 from lopd.config import LOPDConfig
 from lopd.latent import DEFAULT_FRAMING, LatentError, encode_with_latents, frame_user_message, inject_batch
-from lopd.losses import distill_per_token, masked_sum, reduce_tokens, teacher_topk
+from lopd.losses import distill_per_token, masked_sum, reduce_tokens, teacher_topk, upcast
 from lopd.margin import DualVariable, composer_loss, composer_terms
 from lopd.supervision import align_supervision
 
@@ -201,7 +201,7 @@ class LOPDLearner(Learner):
             else:
                 h = dec(inputs_embeds=embeds, attention_mask=attn, use_cache=False).last_hidden_state
             rows = torch.arange(h.shape[0], device=h.device).unsqueeze(-1)
-            return lm.get_output_embeddings()(h[rows, at.to(h.device)]).float()
+            return upcast(lm.get_output_embeddings()(h[rows, at.to(h.device)]))
 
     def train_step(self, batch: StepBatch) -> dict[str, float]:
         ctx, cfg, timer = self.ctx, self.cfg, Timer()

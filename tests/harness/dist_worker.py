@@ -33,6 +33,7 @@ def main(batch_file: str, out_file: str, overrides: list[str]) -> None:
     if trainer.cfg.learner == "lopd":
         out["composer"] = trainer.learner.composer.trainable_state_dict()["trainable"]
         out["beta"] = trainer.learner.dual.value
+        out["composer_lr"] = trainer.learner.optimizer.param_groups[0]["lr"]
     if trainer.dist.is_main:
         torch.save(out, out_file)
     trainer.close()
