@@ -10,7 +10,11 @@ stdout: one JSON line {"base": [status, details], "plus": [status, details]}.
 
 ``official``: evalplus 0.3.1's own ``untrusted_check`` per phase, i.e. its process, time limits,
 reliability guard and in-process comparison, quirks included (an object whose ``__eq__`` always says
-True passes; HumanEval/32 always fails).
+True passes; HumanEval/32 always fails). Its 4 GiB guard is an RLIMIT_AS, which counts the address
+space the check process inherits; under ``evalplus.evaluate`` that is a pool worker forked from a main
+process holding every task's expected outputs (and the ``datasets`` import), so first the runner maps
+inaccessible address space (no memory behind it) up to ``job["official_vm_bytes"]``, the size of that
+main process: the check gets evaluate's memory headroom, not 4 GiB (see docs/SANDBOX.md).
 
 ``strict``: the same per-input limits and guard, but the model's code never holds the expected
 outputs. A worker sends each return value to this runner marshalled (exact built-in types only; any
@@ -216,9 +220,38 @@ def run_strict(job, phases):
 
 
 # ---- official ----------------------------------------------------------------------------------
-def run_official(job, phases):
+def vm_size():
+    """This process's mapped address space in bytes (VmSize: what RLIMIT_AS limits), or None."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def reserve_address_space(nbytes):
+    """Map ``nbytes`` of address space that can be neither read nor written: it holds no memory and is
+    not committed, but a forked child inherits it and RLIMIT_AS counts it. None when nothing is mapped."""
+    import mmap
+
+    if nbytes <= 0:
+        return None
+    try:
+        return mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=0)  # PROT_NONE
+    except (OSError, ValueError, OverflowError):
+        return None
+
+
+def run_official(job, phases, base_vm=None):
+    """``base_vm``: this runner's VmSize before the phases were loaded. The check processes then hold
+    what evalplus.evaluate's would: its main process (``official_vm_bytes``) plus the task's data."""
     from evalplus.eval import untrusted_check
 
+    target = int(job.get("official_vm_bytes") or 0)
+    reserved = reserve_address_space(target - base_vm) if target and base_vm else None
     result = {}
     for ph in phases:
         stat, details = untrusted_check(
@@ -234,15 +267,18 @@ def run_official(job, phases):
             gt_time_limit_factor=job["gt_time_limit_factor"],
         )
         result[ph["name"]] = [stat, [bool(d) for d in details]]
+    if reserved is not None:
+        reserved.close()
     return result
 
 
 def main():
     guard_runner()
     job = pickle.loads(read_frame(0))
+    base_vm = vm_size()
     phases = pickle.loads(read_frame(0))
     if job["mode"] == "official":
-        result = run_official(job, phases)
+        result = run_official(job, phases, base_vm)
     else:
         result = {k: list(v) for k, v in run_strict(job, phases).items()}
     emit_result(result)

@@ -39,6 +39,13 @@ _PROGRAM = compose_program(
     (_HERE.parent / "sandbox" / "guest.py").read_text(), (_HERE / "sandbox_program.py").read_text()
 )
 PRELOAD = ("numpy", "evalplus.eval", "evalplus.eval.utils", "marshal", "pickle", "multiprocessing")
+OFFICIAL_VM_BYTES = {"humaneval": 2_137_088 << 10, "mbpp": 3_141_200 << 10}
+"""Address space (VmSize) of ``evalplus.evaluate``'s main process when it forks its pool, per dataset:
+evalplus 0.3.1 with its imports (``datasets``/pyarrow alone map ~1.4 GB), the problems and every task's
+cached expected outputs, measured with Python 3.11 on the 2-core dev VM (docs/SANDBOX.md). Each check
+process inherits it, so evalplus's 4 GiB RLIMIT_AS leaves a solution only the rest (~2.1 GB HumanEval+,
+~1.0 GB MBPP+; nothing for Mbpp/255's 1.7M-tuple output). Official mode makes its check processes
+inherit as much (see sandbox_program.py)."""
 LIMITS = Limits(memory_mb=16384, nproc=64, max_output_bytes=64 << 20)
 """Limits of every grading run (the time limits are set per task). They are also the verifier's
 sandbox defaults, so the docker backend's warm pool holds containers that fit these runs."""
@@ -92,7 +99,11 @@ class EvalPlusVerifier:
         sandbox_config: SandboxConfig | None = None,
         min_time_limit: float | None = None,
         gt_time_limit_factor: float | None = None,
+        official_vm_bytes: int | None = None,
     ):
+        """``official_vm_bytes`` (official mode): the address space evalplus.evaluate's check processes
+        inherit, default :data:`OFFICIAL_VM_BYTES` of the dataset; 0 checks each task as evalplus's
+        ``check_correctness`` called alone would (the full 4 GiB for the solution)."""
         from evalplus.config import DEFAULT_GT_TIME_LIMIT_FACTOR, DEFAULT_MIN_TIME_LIMIT
 
         if mode not in ("official", "strict"):
@@ -105,6 +116,9 @@ class EvalPlusVerifier:
         )
         self.min_time_limit = DEFAULT_MIN_TIME_LIMIT if min_time_limit is None else min_time_limit
         self.factor = DEFAULT_GT_TIME_LIMIT_FACTOR if gt_time_limit_factor is None else gt_time_limit_factor
+        self.official_vm_bytes = (
+            OFFICIAL_VM_BYTES[dataset] if official_vm_bytes is None else official_vm_bytes
+        )
         self._blobs: OrderedDict[str, tuple[bytes, bytes, float]] = OrderedDict()
         self._blob_lock = threading.Lock()
 
@@ -170,6 +184,8 @@ class EvalPlusVerifier:
             "gt_time_limit_factor": self.factor,
             "output_not_none": output_not_none(self.dataset, p["entry_point"]),
         }
+        if self.mode == "official":
+            job["official_vm_bytes"] = self.official_vm_bytes
         phases, expected, budget = self._task_blobs(task_id)
         stdin = _frame(pickle.dumps(job, protocol=4)) + phases + expected
         limits = replace(LIMITS, timeout_s=budget + 15.0, cpu_s=int(budget) + 30)

@@ -103,3 +103,42 @@ def test_mbpp_special_oracles(mbpp):
     # output-not-None tasks accept any non-None object for a match
     code = "import re\ndef check_str(string):\n    return re.search(r'^[aeiouAEIOU][A-Za-z0-9_]*', string)\n"
     assert mbpp.check("Mbpp/737", code).passed
+
+
+def mapping(problems, task_id, nbytes):
+    """The canonical solution, which also maps ``nbytes`` of anonymous memory (address space, no RAM)."""
+    ep = problems[task_id]["entry_point"]
+    return canonical(problems, task_id) + (
+        f"\n_answer = {ep}\n\ndef {ep}(*a):\n    import mmap\n    m = mmap.mmap(-1, {nbytes})\n"
+        "    return _answer(*a)\n"
+    )
+
+
+def test_official_memory_headroom_is_evaluates(he, mbpp):
+    """evalplus's 4 GiB guard is an RLIMIT_AS on a check process forked from evalplus.evaluate's pool worker,
+    which already maps the main process (every task's expected outputs, ~2.1 GB for HumanEval+, ~3.1 GB for
+    MBPP+). Measured under evaluate (docs/SANDBOX.md): HumanEval/0 passes mapping 2.1 GB, fails 2.2 GB;
+    Mbpp/2 passes 1.0 GB, fails 1.1 GB. strict keeps the guard over the worker's own memory only."""
+    if he.mode != mbpp.mode:
+        pytest.skip("one mode at a time")
+    cases = ((he, "HumanEval/0", 1_500_000_000, 2_500_000_000), (mbpp, "Mbpp/2", 600_000_000, 1_500_000_000))
+    for v, tid, fits, too_big in cases:
+        assert v.check(tid, mapping(v.problems, tid, fits)).passed, tid
+        assert v.check(tid, mapping(v.problems, tid, too_big)).passed is (v.mode == "strict"), tid
+
+
+def test_official_vm_bytes_0_is_check_correctness_alone():
+    from envs.evalplus.verifier import EvalPlusVerifier
+
+    with EvalPlusVerifier("mbpp", mode="official", official_vm_bytes=0) as v:
+        assert v.check("Mbpp/2", mapping(v.problems, "Mbpp/2", 1_500_000_000)).passed
+
+
+@pytest.mark.slow
+def test_mbpp_255_canonical_fails_plus_in_official_as_under_evaluate(mbpp):
+    """The reported case (about 4 GB of memory here): the canonical answer's 1.7M-tuple output for
+    plus input 85 does not fit in what evaluate's check process has left under 4 GiB (MemoryError)."""
+    if mbpp.mode == "strict":
+        pytest.skip("strict has the full 4 GiB; its plus verdict here is load-dependent (docs/SANDBOX.md)")
+    v = mbpp.check("Mbpp/255", canonical(mbpp.problems, "Mbpp/255"))
+    assert (v.base_status, v.plus_status) == ("pass", "fail") and not v.plus_details[-1]
