@@ -179,8 +179,9 @@ class HFEngine(Engine):
         active = torch.ones(b, dtype=torch.bool, device=dev)
         positions = mask.long().sum(-1) - 1  # position of each row's last real token
         for step in range(params.max_new_tokens):
-            logp = torch.log_softmax(logits.float(), dim=-1)
-            nxt = self._sample(logits.float(), logp, params, gen)
+            logits = upcast(logits)
+            logp = torch.log_softmax(logits, dim=-1)
+            nxt = self._sample(logits, logp, params, gen)
             chosen_lp = logp.gather(-1, nxt[:, None])[:, 0]
             hit_stop = torch.isin(nxt, stop_tensor) if len(stop_ids) else torch.zeros_like(active)
             nxt_l, lp_l, hit_l, act_l = nxt.tolist(), chosen_lp.tolist(), hit_stop.tolist(), active.tolist()
