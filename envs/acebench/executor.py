@@ -132,7 +132,7 @@ def _why_unrunnable(kwargs: dict[Any, Any]) -> str | None:
 
 
 def _holds_brackets(message: str) -> bool:
-    """Upstream's ``re.search(r"\[.*\]", message)`` (no DOTALL: one line holds ``[`` then ``]``), in linear
+    r"""Upstream's ``re.search(r"\[.*\]", message)`` (no DOTALL: one line holds ``[`` then ``]``), in linear
     time: the regex backtracks quadratically on a line of many ``[`` (40 s for 100k)."""
     for line in message.split("\n"):
         first = line.find("[")
