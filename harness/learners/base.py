@@ -11,10 +11,13 @@ and the losses in :mod:`lopd.losses`::
 
         def train_step(self, batch: StepBatch) -> dict[str, float]:
             ctx = self.ctx
-            ctx.zero_grad()
-            for idx in ctx.micro_batches([len(r.traj.token_ids) for r in batch.rollouts]):
-                ...                                   # forward with ctx.scorer, then ctx.backward(loss)
-            return {"loss": ..., **ctx.optimizer_step()}
+
+            def loss_fn(k, idx):                      # one micro-batch: forward with ctx.scorer
+                ...
+                return loss, {"tokens": n}            # loss normalised by the step's global counts
+
+            sums = ctx.accumulate([len(r.traj.token_ids) for r in batch.rollouts], loss_fn, sums=["tokens"])
+            return {**sums, **ctx.optimizer_step()}
 
     register_learner("mine", "my_package.mine:MyLearner")   # then `lopd train ... learner=mine`
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -35,7 +39,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 
 from envs.core import Task
-from harness.distributed import DistInfo, max_over_ranks, sync_gradients
+from harness.distributed import DistInfo, max_over_ranks, sum_floats, sync_gradients
 from harness.rollout import Trajectory
 
 if TYPE_CHECKING:
@@ -77,6 +81,11 @@ class StepBatch:
     """Rollouts (or offline examples) in the whole step, all ranks together."""
     items: list[str] = field(default_factory=list)
     """For offline learners (SFT): the example ids this rank trains on this step."""
+
+
+MicroLoss = Callable[[int, list[int]], tuple[torch.Tensor, dict[str, float]]]
+"""``loss_fn(k, idx) -> (loss, metric sums)`` of micro-batch ``k`` (rows ``idx``): see
+:meth:`LearnerContext.accumulate`."""
 
 
 @dataclass
@@ -135,6 +144,38 @@ class LearnerContext:
         if self.fsdp:
             mbs += [[] for _ in range(max_over_ranks(len(mbs), self.dist) - len(mbs))]
         return mbs
+
+    def accumulate(self, lengths: Sequence[int], loss_fn: MicroLoss, sums: Sequence[str] = (),
+                   groups: Sequence[Any] | None = None, timer: Any = None) -> dict[str, float]:
+        """The micro-batch loop, the one every learner uses: zero the student's gradients, then per
+        micro-batch (:meth:`micro_batches` of ``lengths``) ``loss, metrics = loss_fn(k, idx)`` and its
+        backward; a rank's empty micro-batch joins FSDP's collectives with a dummy backward.
+
+        ``loss_fn`` gets the micro-batch's number ``k`` and its row indices, and returns its loss,
+        already normalised by GLOBAL counts (so the micro-batches' gradients add up to the step's),
+        and additive metrics (sums over its rows or tokens) named in ``sums``. Returns ``loss`` and
+        those sums over every micro-batch of every rank (the same on all ranks); the optimiser step
+        is the caller's (:meth:`optimizer_step`). ``timer`` (:class:`~harness.learners.common.Timer`)
+        counts the backward passes as ``student`` time.
+
+        >>> def loss_fn(k, idx):                                  # doctest: +SKIP
+        ...     logp = token_log_probs(ctx.scorer(ids[idx], ...), targets[idx])
+        ...     return -(logp * mask[idx]).sum() / n_tokens, {"tokens": float(mask[idx].sum())}
+        >>> totals = ctx.accumulate(lengths, loss_fn, sums=["tokens"])   # doctest: +SKIP
+        """
+        totals = dict.fromkeys(["loss", *sums], 0.0)
+        self.zero_grad()
+        for k, idx in enumerate(self.micro_batches(lengths, groups)):
+            if not idx:
+                self.dummy_backward()
+                continue
+            loss, metrics = loss_fn(k, idx)
+            with timer("student") if timer is not None else nullcontext():
+                self.backward(loss)
+            totals["loss"] += float(loss.detach())
+            for name, value in metrics.items():
+                totals[name] += float(value)
+        return dict(zip(totals, sum_floats(list(totals.values()), self.dist)))
 
     def zero_grad(self) -> None:
         self.optimizer.zero_grad(set_to_none=True)

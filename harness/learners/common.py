@@ -221,12 +221,8 @@ def distill_update(ctx: Any, rollouts: Sequence[Any], prompts: Sequence[Sequence
     if n_tok == 0:
         return {"loss": 0.0, "distill_kl": 0.0, "tokens": 0.0, "grad_norm": 0.0, "skipped_update": 1.0}
     pid = pad_id(ctx.tokenizer)
-    ctx.zero_grad()
-    loss_sum = kl_sum = 0.0
-    for idx in ctx.micro_batches([max(len(s_rows[i]), len(t_rows[i])) for i in range(len(rollouts))]):
-        if not idx:
-            ctx.dummy_backward()
-            continue
+
+    def loss_fn(k: int, idx: list[int]) -> tuple[Tensor, dict[str, float]]:
         al = align_supervision([s_rows[i] for i in idx], [s_masks[i] for i in idx],
                                [t_rows[i] for i in idx], [t_masks[i] for i in idx])
         mask = al.mask.to(ctx.device)
@@ -238,13 +234,13 @@ def distill_update(ctx: Any, rollouts: Sequence[Any], prompts: Sequence[Sequence
             per_tok = distill_per_token(ctx.scorer(s_ids, s_attn, positions=al.student_pos), dcfg,
                                         teacher_logits=t_logits)
             loss = reduce_tokens(per_tok, mask, dcfg.reduction, count=n_tok, n_sequences=n_seq)
-            ctx.backward(loss)
-        loss_sum += float(loss.detach())
-        kl_sum += float(masked_sum(per_tok.detach(), mask))
+        return loss, {"kl": float(masked_sum(per_tok.detach(), mask))}
+
+    lengths = [max(len(s_rows[i]), len(t_rows[i])) for i in range(len(rollouts))]
+    sums = ctx.accumulate(lengths, loss_fn, ["kl"], timer=timer)
     with timer("student"):
         out = ctx.optimizer_step()
-    loss_sum, kl_sum = sum_floats([loss_sum, kl_sum], ctx.dist)
-    return {"loss": loss_sum, "distill_kl": kl_sum / n_tok, "tokens": n_tok, **out}
+    return {"loss": sums["loss"], "distill_kl": sums["kl"] / n_tok, "tokens": n_tok, **out}
 
 
 def conversation_tokens(tokenizer: Any, messages: Sequence[dict[str, Any]],

@@ -61,49 +61,40 @@ class GRPOLearner(Learner):
                                scale_by_std=cfg.scale_by_std, unbiased=cfg.std_unbiased, eps=cfg.std_eps) \
             if rs else torch.zeros(0)
         n_tok, n_seq = sum_floats([sum(map(sum, masks)), seq_count(masks)], ctx.dist)
-        mbs = ctx.micro_batches([len(r) for r in rows])
-        old: dict[int, torch.Tensor] = {}
+        old: dict[int, torch.Tensor] = {}  # per micro-batch, from the first pass
         ref: dict[int, torch.Tensor] = {}
-        sums = {"loss": 0.0, "clip_tokens": 0.0, "ref_kl": 0.0}
-        out: dict[str, float] = {}
-        for epoch in range(cfg.ppo_epochs):
-            ctx.zero_grad()
-            for k, idx in enumerate(mbs):
-                if not idx:
-                    ctx.dummy_backward()
-                    continue
-                al = align_supervision([rows[i] for i in idx], [masks[i] for i in idx],
-                                       [rows[i] for i in idx], [masks[i] for i in idx], check_tokens=False)
-                ids, attn = pad_rows([rows[i] for i in idx], pad_id(ctx.tokenizer), ctx.device)
-                mask = al.mask.to(ctx.device)
-                with timer("student"):
-                    logp = token_log_probs(ctx.scorer(ids, attn, positions=al.student_pos), al.targets.to(ctx.device))
-                if epoch == 0:
-                    old[k] = logp.detach() if cfg.old_logprobs == "current" else self._rollout_logp(rs, idx, al)
-                    if self.ref is not None:
-                        with timer("teacher"), torch.no_grad():
-                            ref[k] = token_log_probs(self.ref(ids, attn, positions=al.student_pos),
-                                                     al.targets.to(ctx.device))
+
+        def loss_fn(k: int, idx: list[int]) -> tuple[torch.Tensor, dict[str, float]]:
+            al = align_supervision([rows[i] for i in idx], [masks[i] for i in idx],
+                                   [rows[i] for i in idx], [masks[i] for i in idx], check_tokens=False)
+            ids, attn = pad_rows([rows[i] for i in idx], pad_id(ctx.tokenizer), ctx.device)
+            mask, targets = al.mask.to(ctx.device), al.targets.to(ctx.device)
+            with timer("student"):
+                logp = token_log_probs(ctx.scorer(ids, attn, positions=al.student_pos), targets)
+            if k not in old:
+                old[k] = logp.detach() if cfg.old_logprobs == "current" else self._rollout_logp(rs, idx, al)
+                if self.ref is not None:
+                    with timer("teacher"), torch.no_grad():
+                        ref[k] = token_log_probs(self.ref(ids, attn, positions=al.student_pos), targets)
+            with timer("student"):
                 count = n_tok if cfg.reduction == "global_tokens" else None
-                with timer("student"):
-                    loss, st = grpo_loss(logp, old[k], adv[idx].to(ctx.device), mask, cfg, ref.get(k), count=count)
-                    if cfg.reduction == "per_sequence":  # mean over this micro-batch's rows -> share of the global mean
-                        loss = loss * seq_count([masks[i] for i in idx]) / max(n_seq, 1.0)
-                    ctx.backward(loss)
-                if epoch == cfg.ppo_epochs - 1:
-                    m_tok = float(mask.sum())
-                    sums["loss"] += float(loss.detach())
-                    sums["clip_tokens"] += st["clip_fraction"] * m_tok
-                    sums["ref_kl"] += st.get("ref_kl", 0.0) * m_tok
+                loss, st = grpo_loss(logp, old[k], adv[idx].to(ctx.device), mask, cfg, ref.get(k), count=count)
+                if cfg.reduction == "per_sequence":  # mean over this micro-batch's rows -> share of the global mean
+                    loss = loss * seq_count([masks[i] for i in idx]) / max(n_seq, 1.0)
+            m_tok = float(mask.sum())
+            return loss, {"clip_tokens": st["clip_fraction"] * m_tok, "ref_kl": st.get("ref_kl", 0.0) * m_tok}
+
+        for _ in range(cfg.ppo_epochs):  # the metrics are the last pass's
+            sums = ctx.accumulate([len(r) for r in rows], loss_fn, ["clip_tokens", "ref_kl"], timer=timer)
             with timer("student"):
                 out = ctx.optimizer_step()
-        loss, clip_tok, kl_tok = sum_floats([sums["loss"], sums["clip_tokens"], sums["ref_kl"]], ctx.dist)
         a_abs, a_n, zero_groups, groups = sum_floats(
             [float(adv.abs().sum()), float(len(rs)), *self._zero_groups(rs, adv)], ctx.dist)
-        metrics = {"loss": loss, "clip_fraction": clip_tok / max(n_tok, 1.0), "adv_abs_mean": a_abs / max(a_n, 1.0),
-                   "zero_adv_group_frac": zero_groups / max(groups, 1.0), "tokens": n_tok, **out, **timer.metrics()}
+        metrics = {"loss": sums["loss"], "clip_fraction": sums["clip_tokens"] / max(n_tok, 1.0),
+                   "adv_abs_mean": a_abs / max(a_n, 1.0), "zero_adv_group_frac": zero_groups / max(groups, 1.0),
+                   "tokens": n_tok, **out, **timer.metrics()}
         if self.ref is not None:
-            metrics["ref_kl"] = kl_tok / max(n_tok, 1.0)
+            metrics["ref_kl"] = sums["ref_kl"] / max(n_tok, 1.0)
         return metrics
 
     @staticmethod

@@ -114,6 +114,31 @@ def _cache_kw(decoder: Any) -> str:
     return "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"
 
 
+_SUMS = ("kl_tok", "c_loss", "c_kl", "delta", "delta_w", "count", "anchor")
+"""Per-micro-batch sums a step adds up over ranks (besides the student's loss)."""
+
+
+@dataclass
+class _Step:
+    """One step's rollouts in training form, and the global counts every micro-batch normalises by."""
+
+    rollouts: list
+    tasks: dict[str, Any]
+    exps: dict[str, list[str]]
+    """Retrieved experience texts per task id (emptied where the teacher keeps the plain prompt)."""
+    s_rows: list[list[int]]
+    s_masks: list[list[int]]
+    t_rows: list[list[int]]
+    t_masks: list[list[int]]
+    t_pos: list[list[int]]
+    """Latent placeholder positions in each teacher row."""
+    rewards: torch.Tensor
+    n_tok: float
+    n_seq: float
+    n_roll: float
+    beta: float
+
+
 class LOPDLearner(Learner):
     """Latent on-policy self-distillation with a jointly trained composer."""
 
@@ -204,91 +229,106 @@ class LOPDLearner(Learner):
             return upcast(lm.get_output_embeddings()(h[rows, at.to(h.device)]))
 
     def train_step(self, batch: StepBatch) -> dict[str, float]:
-        ctx, cfg, timer = self.ctx, self.cfg, Timer()
-        rs, train = batch.rollouts, cfg.train_composer
-        tasks = {r.task.task_id: r.task for r in rs}
+        ctx, timer, rs = self.ctx, Timer(), batch.rollouts
         with timer("retrieval"):
+            tasks = {r.task.task_id: r.task for r in rs}
             exps = dict(zip(tasks, self.retrieve(list(tasks.values()))))
-        s_rows = [r.traj.token_ids for r in rs]
-        s_masks = [r.traj.loss_mask for r in rs]
-        t_rows, t_masks, t_pos = [], [], []
-        for r in rs:
-            n = len(exps[r.task.task_id]) * self.composer.n_latents
-            tp = latent_teacher_prompt(ctx.tokenizer, r.traj.episode, n, cfg.framing, ctx.template_kwargs) if n else None
-            if tp is None:  # no experience retrieved (or a task text holding the sentinel): plain prompt
-                exps[r.task.task_id] = []
-                tp = (r.traj.token_ids[:r.prompt_len], [])
-            t_rows.append(tp[0] + r.traj.token_ids[r.prompt_len:])
-            t_masks.append([0] * len(tp[0]) + r.traj.loss_mask[r.prompt_len:])
-            t_pos.append(tp[1])
-        rewards = torch.tensor([min(max(r.reward, 0.0), 1.0) for r in rs])
-        n_tok, n_seq, n_roll = sum_floats([sum(map(sum, s_masks)), seq_count(s_masks), len(rs)], ctx.dist)
-        beta = self.dual.value  # the loss uses beta from before this step's dual update
-        pid = pad_id(ctx.tokenizer)
-        ctx.zero_grad()
+        step = self._step_rows(rs, tasks, exps)
         self.optimizer.zero_grad(set_to_none=True)
-        acc = dict.fromkeys(("loss", "kl_tok", "c_loss", "c_kl", "delta", "delta_w", "count", "anchor"), 0.0)
-        # A task's rollouts share one micro-batch, so its latents are encoded there and the encoder's
-        # graph is freed by that micro-batch's composer backward (memory bounded by the micro-batch).
-        for idx in ctx.micro_batches([max(len(s_rows[i]), len(t_rows[i])) for i in range(len(rs))],
-                                     groups=[r.group for r in rs]):
-            if not idx:
-                ctx.dummy_backward()
-                continue
-            ids_mb = list(dict.fromkeys(rs[i].task.task_id for i in idx))
-            with timer("composer"), torch.set_grad_enabled(train):
-                lat = dict(zip(ids_mb, self.composer.encode([tasks[t].prompt for t in ids_mb], [exps[t] for t in ids_mb])))
-            with timer("composer"):
-                anchor = dict(zip(ids_mb, self.anchors([tasks[t] for t in ids_mb], [exps[t] for t in ids_mb]))) \
-                    if cfg.margin.anchor_weight else {k: v.detach() for k, v in lat.items()}
-            al = align_supervision([s_rows[i] for i in idx], [s_masks[i] for i in idx],
-                                   [t_rows[i] for i in idx], [t_masks[i] for i in idx])
-            mask, targets = al.mask.to(ctx.device), al.targets.to(ctx.device)
-            lats = [lat[rs[i].task.task_id] for i in idx]
-            with timer("teacher"), torch.set_grad_enabled(train):
-                t_ids, t_attn = pad_rows([t_rows[i] for i in idx], pid, ctx.device)
-                t_logits = self.teacher_logits(t_ids, t_attn, [t_pos[i] for i in idx],
-                                               [x if x.numel() else None for x in lats], al.teacher_pos, al.mask)
-                top_ids, top_logp = teacher_topk(t_logits.detach(), cfg.distill.top_k)
-            with timer("student"):
-                s_ids, s_attn = pad_rows([s_rows[i] for i in idx], pid, ctx.device)
-                s_logits = ctx.scorer(s_ids, s_attn, positions=al.student_pos)
-                per_tok = distill_per_token(s_logits, cfg.distill, teacher_ids=top_ids, teacher_logp=top_logp,
-                                            teacher_logits=t_logits.detach())
-                loss = reduce_tokens(per_tok, mask, cfg.distill.reduction, count=n_tok, n_sequences=n_seq)
-                ctx.backward(loss)
-            with timer("composer"), torch.set_grad_enabled(train):
-                terms = composer_terms(t_logits, s_logits.detach(), targets, mask, rewards[idx].to(ctx.device),
-                                       lats, [anchor[rs[i].task.task_id] for i in idx],
-                                       top_k=cfg.distill.top_k, topk_ids=top_ids)
-                c_loss, _ = composer_loss(terms, beta, cfg.margin)
-                c_loss = c_loss * (len(idx) / max(n_roll, 1.0))  # mean over ALL rollouts of the step
-                if train and c_loss.requires_grad:
-                    c_loss.backward()  # through the teacher into the latents, the QFormer and the LoRA
-            counts = al.counts.to(terms.delta.device).float()
-            for k, v in (("loss", loss), ("kl_tok", masked_sum(per_tok.detach(), mask)), ("c_loss", c_loss),
-                         ("c_kl", terms.kl.sum()), ("delta", terms.delta.sum()),
-                         ("delta_w", (terms.delta * counts).sum()), ("count", counts.sum()),
-                         ("anchor", terms.anchor.sum())):
-                acc[k] += float(v.detach())
-        out = self._composer_step(timer) if train else {}
+        lengths = [max(len(s), len(t)) for s, t in zip(step.s_rows, step.t_rows)]
+        sums = ctx.accumulate(lengths, lambda k, idx: self._micro_batch(step, idx, timer), _SUMS,
+                              groups=[r.group for r in rs], timer=timer)
+        out = self._composer_step(timer) if self.cfg.train_composer else {}
         with timer("student"):
             out.update(ctx.optimizer_step())
-        g = dict(zip(acc, sum_floats(list(acc.values()), ctx.dist)))
-        mean_delta = g["delta_w"] / max(g["count"], 1.0) if cfg.margin.dual_mean == "token_weighted" \
-            else g["delta"] / max(n_roll, 1.0)
-        if n_roll:
-            self.dual.update(torch.tensor([mean_delta]), torch.tensor([1.0]))
+        mean_delta = self._dual_step(sums, step.n_roll)
         if ctx.cfg.bank.grow:
             with timer("retrieval"):
                 grow_bank(self.bank, [r.traj.episode for r in rs], ctx.dist, f"step-{batch.step}")
-        no_ctx = sum_floats([sum(1 for p in t_pos if not p)], ctx.dist)[0]
-        return {"loss": g["loss"], "distill_kl": g["kl_tok"] / max(n_tok, 1.0), "tokens": n_tok,
-                "composer/loss": g["c_loss"], "composer/kl": g["c_kl"] / max(n_roll, 1.0),
-                "composer/delta": mean_delta, "composer/anchor": g["anchor"] / max(n_roll, 1.0),
-                "composer/beta": beta, "composer/beta_next": self.dual.value,
-                "no_latent_frac": no_ctx / max(n_roll, 1.0), "bank_size": float(len(self.bank)),
-                **out, **timer.metrics()}
+        no_ctx = sum_floats([sum(1 for p in step.t_pos if not p)], ctx.dist)[0]
+        n_tok, n_roll = step.n_tok, max(step.n_roll, 1.0)
+        return {"loss": sums["loss"], "distill_kl": sums["kl_tok"] / max(n_tok, 1.0), "tokens": n_tok,
+                "composer/loss": sums["c_loss"], "composer/kl": sums["c_kl"] / n_roll,
+                "composer/delta": mean_delta, "composer/anchor": sums["anchor"] / n_roll,
+                "composer/beta": step.beta, "composer/beta_next": self.dual.value,
+                "no_latent_frac": no_ctx / n_roll, "bank_size": float(len(self.bank)), **out, **timer.metrics()}
+
+    def _step_rows(self, rs: list, tasks: dict, exps: dict[str, list[str]]) -> _Step:
+        """Student rows and teacher rows (latent placeholders where experiences were retrieved; a
+        task without any, or whose text holds the sentinel, keeps the plain prompt and no latents)."""
+        ctx = self.ctx
+        t_rows, t_masks, t_pos = [], [], []
+        for r in rs:
+            n = len(exps[r.task.task_id]) * self.composer.n_latents
+            prompt = latent_teacher_prompt(ctx.tokenizer, r.traj.episode, n, self.cfg.framing,
+                                           ctx.template_kwargs) if n else None
+            if prompt is None:
+                exps[r.task.task_id] = []
+                prompt = (r.traj.token_ids[:r.prompt_len], [])
+            t_rows.append(prompt[0] + r.traj.token_ids[r.prompt_len:])
+            t_masks.append([0] * len(prompt[0]) + r.traj.loss_mask[r.prompt_len:])
+            t_pos.append(prompt[1])
+        s_rows, s_masks = [r.traj.token_ids for r in rs], [r.traj.loss_mask for r in rs]
+        n_tok, n_seq, n_roll = sum_floats([sum(map(sum, s_masks)), seq_count(s_masks), len(rs)], ctx.dist)
+        rewards = torch.tensor([min(max(r.reward, 0.0), 1.0) for r in rs])
+        # the loss uses beta from before this step's dual update
+        return _Step(rs, tasks, exps, s_rows, s_masks, t_rows, t_masks, t_pos, rewards, n_tok, n_seq, n_roll,
+                     self.dual.value)
+
+    def _micro_batch(self, step: _Step, idx: list[int], timer: Timer) -> tuple[torch.Tensor, dict[str, float]]:
+        """Compose the micro-batch's latents, score the teacher once, return the student's loss and
+        run the composer's backward. A task's rollouts share a micro-batch, so its encoder graph is
+        freed here (memory bounded by the micro-batch)."""
+        ctx, cfg, rs = self.ctx, self.cfg, step.rollouts
+        lat, anchor = self._compose([rs[i].task.task_id for i in idx], step, timer)
+        lats = [lat[rs[i].task.task_id] for i in idx]
+        al = align_supervision([step.s_rows[i] for i in idx], [step.s_masks[i] for i in idx],
+                               [step.t_rows[i] for i in idx], [step.t_masks[i] for i in idx])
+        mask, targets, pid = al.mask.to(ctx.device), al.targets.to(ctx.device), pad_id(ctx.tokenizer)
+        with timer("teacher"), torch.set_grad_enabled(cfg.train_composer):
+            t_ids, t_attn = pad_rows([step.t_rows[i] for i in idx], pid, ctx.device)
+            t_logits = self.teacher_logits(t_ids, t_attn, [step.t_pos[i] for i in idx],
+                                           [x if x.numel() else None for x in lats], al.teacher_pos, al.mask)
+            top_ids, top_logp = teacher_topk(t_logits.detach(), cfg.distill.top_k)
+        with timer("student"):
+            s_ids, s_attn = pad_rows([step.s_rows[i] for i in idx], pid, ctx.device)
+            s_logits = ctx.scorer(s_ids, s_attn, positions=al.student_pos)
+            per_tok = distill_per_token(s_logits, cfg.distill, teacher_ids=top_ids, teacher_logp=top_logp,
+                                        teacher_logits=t_logits.detach())
+            loss = reduce_tokens(per_tok, mask, cfg.distill.reduction, count=step.n_tok, n_sequences=step.n_seq)
+        with timer("composer"), torch.set_grad_enabled(cfg.train_composer):
+            terms = composer_terms(t_logits, s_logits.detach(), targets, mask, step.rewards[idx].to(ctx.device),
+                                   lats, [anchor[rs[i].task.task_id] for i in idx],
+                                   top_k=cfg.distill.top_k, topk_ids=top_ids)
+            c_loss, _ = composer_loss(terms, step.beta, cfg.margin)
+            c_loss = c_loss * (len(idx) / max(step.n_roll, 1.0))  # mean over ALL rollouts of the step
+            if cfg.train_composer and c_loss.requires_grad:
+                c_loss.backward()  # through the teacher into the latents, the QFormer and the LoRA
+        with torch.no_grad():
+            counts = al.counts.to(terms.delta.device).float()
+            return loss, {"kl_tok": float(masked_sum(per_tok, mask)), "c_loss": float(c_loss),
+                          "c_kl": float(terms.kl.sum()), "delta": float(terms.delta.sum()),
+                          "delta_w": float((terms.delta * counts).sum()), "count": float(counts.sum()),
+                          "anchor": float(terms.anchor.sum())}
+
+    def _compose(self, task_ids: list[str], step: _Step, timer: Timer) -> tuple[dict, dict]:
+        """Latents c_phi (with gradients when the composer trains) and anchors c_phi0 per task."""
+        ids = list(dict.fromkeys(task_ids))
+        tasks, exps = [step.tasks[t] for t in ids], [step.exps[t] for t in ids]
+        with timer("composer"), torch.set_grad_enabled(self.cfg.train_composer):
+            lat = dict(zip(ids, self.composer.encode([t.prompt for t in tasks], exps)))
+        with timer("composer"):
+            anchor = dict(zip(ids, self.anchors(tasks, exps))) if self.cfg.margin.anchor_weight \
+                else {k: v.detach() for k, v in lat.items()}
+        return lat, anchor
+
+    def _dual_step(self, sums: dict[str, float], n_roll: float) -> float:
+        """beta <- max(0, beta + eta (m - mean Delta)); returns the mean Delta."""
+        mean_delta = sums["delta_w"] / max(sums["count"], 1.0) if self.cfg.margin.dual_mean == "token_weighted" \
+            else sums["delta"] / max(n_roll, 1.0)
+        if n_roll:
+            self.dual.update(torch.tensor([mean_delta]), torch.tensor([1.0]))
+        return mean_delta
 
     def _composer_step(self, timer: Timer) -> dict[str, float]:
         """Sum the composer's gradients over ranks, clip, step."""

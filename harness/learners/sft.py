@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+import torch
+
 from envs.trace import Episode
 from harness.distributed import sum_floats
 from harness.learners.base import Learner, LearnerContext, StepBatch
@@ -103,21 +105,17 @@ class SFTLearner(Learner):
         rows = [self.examples[int(i)][0] for i in batch.items]
         masks = [self.examples[int(i)][1] for i in batch.items]
         n_tok = sum_floats([sum(map(sum, masks))], ctx.dist)[0]
-        ctx.zero_grad()
-        nll = 0.0
-        for idx in ctx.micro_batches([len(r) for r in rows]):
-            if not idx:
-                ctx.dummy_backward()
-                continue
+
+        def loss_fn(k: int, idx: list[int]) -> tuple[torch.Tensor, dict[str, float]]:
             r, m = [rows[i] for i in idx], [masks[i] for i in idx]
             al = align_supervision(r, m, r, m, check_tokens=False)
             with timer("student"):
                 ids, attn = pad_rows(r, pad_id(ctx.tokenizer), ctx.device)
                 logp = token_log_probs(ctx.scorer(ids, attn, positions=al.student_pos), al.targets.to(ctx.device))
-                loss = -(logp * al.mask.to(ctx.device)).sum() / max(n_tok, 1.0)
-                ctx.backward(loss)
-            nll += float(loss.detach())
+                return -(logp * al.mask.to(ctx.device)).sum() / max(n_tok, 1.0), {}
+
+        sums = ctx.accumulate([len(r) for r in rows], loss_fn, timer=timer)
         with timer("student"):
             out = ctx.optimizer_step()
-        return {"loss": sum_floats([nll], ctx.dist)[0], "tokens": n_tok, "dropped_examples": float(self.dropped),
-                **out, **timer.metrics()}
+        return {"loss": sums["loss"], "tokens": n_tok, "dropped_examples": float(self.dropped), **out,
+                **timer.metrics()}
