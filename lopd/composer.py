@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -194,7 +195,7 @@ class Composer(nn.Module):
         self.qformer = QFormer.from_config(conf.hidden_size, conf.num_attention_heads, self.cfg.qformer)
         self.qformer.to(next(backbone.parameters()).device)
         self._anchor = nn.Module()  # c_phi0's parameters, as buffers (moved with .to(), never trained)
-        self._anchor_cache: dict[tuple[str, str], Tensor] = {}
+        self._anchor_cache: OrderedDict[tuple[str, str], Tensor] = OrderedDict()  # on the CPU, LRU
         self.set_anchor()
 
     # -- parameters and state
@@ -351,6 +352,7 @@ class Composer(nn.Module):
         return out
 
     def _anchor_latents(self, pairs: list[tuple[str, str]]) -> list[Tensor]:
+        """c_phi0 per (task, experience) pair; cached, as c_phi0 is fixed after cold start."""
         cache, limit = self._anchor_cache, self.cfg.anchor_cache_entries
         missing = list(dict.fromkeys(p for p in pairs if p not in cache))
         fresh = (
@@ -358,13 +360,24 @@ class Composer(nn.Module):
             if missing
             else {}
         )
-        out = [cache[p] if p in cache else fresh[p] for p in pairs]
-        for p, lat in fresh.items():
-            if limit > 0:
-                cache[p] = lat
-                while len(cache) > limit:
-                    cache.pop(next(iter(cache)))  # oldest first
+        device = self.qformer.queries.device
+        out = [fresh[p] if p in fresh else cache[p].to(device) for p in pairs]
+        if limit > 0:
+            cache.update((p, lat.detach().cpu()) for p, lat in fresh.items())
+            for p in pairs:
+                cache.move_to_end(p)
+            while len(cache) > limit:
+                cache.popitem(last=False)  # least recently used
         return out
+
+    def anchor_cache_state(self) -> list[tuple[str, str, Tensor]]:
+        """The cached anchor latents, least recently used first (a checkpoint keeps them, so a
+        resumed run reads the very same c_phi0)."""
+        return [(t, e, lat) for (t, e), lat in self._anchor_cache.items()]
+
+    def load_anchor_cache_state(self, items: Sequence[tuple[str, str, Tensor]]) -> None:
+        """Inverse of :meth:`anchor_cache_state`; call after the anchor is loaded."""
+        self._anchor_cache = OrderedDict(((t, e), lat) for t, e, lat in items)
 
     # -- teacher
     @contextlib.contextmanager

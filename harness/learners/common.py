@@ -44,9 +44,14 @@ class TokenScorer(nn.Module):
 
     def forward(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None, *,
                 positions: Tensor, inputs_embeds: Tensor | None = None) -> Tensor:
-        h = self.hidden(input_ids, attention_mask, inputs_embeds)
-        rows = torch.arange(h.shape[0], device=h.device).unsqueeze(-1)
-        return upcast(self.lm.get_output_embeddings()(h[rows, positions.to(h.device)]))
+        return logits_at(self.lm, self.hidden(input_ids, attention_mask, inputs_embeds), positions)
+
+
+def logits_at(lm: nn.Module, hidden: Tensor, positions: Tensor) -> Tensor:
+    """``lm``'s head on ``hidden`` [B, T, d] at ``positions`` [B, N] only -> logits [B, N, V], fp32
+    (or float64): the supervised positions, never all T."""
+    rows = torch.arange(hidden.shape[0], device=hidden.device).unsqueeze(-1)
+    return upcast(lm.get_output_embeddings()(hidden[rows, positions.to(hidden.device)]))
 
 
 def clone_model(model: nn.Module, state: dict[str, Tensor]) -> nn.Module:

@@ -27,8 +27,6 @@ GRPO under both layouts: benchmarks/RESULTS.md, "Learners".
 
 from __future__ import annotations
 
-import hashlib
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,13 +35,13 @@ import torch
 
 from harness.distributed import sum_floats, sync_gradients
 from harness.learners.base import Learner, LearnerContext, StepBatch
-from harness.learners.common import Timer, pad_id, pad_rows, prompt_messages, seq_count
+from harness.learners.common import Timer, logits_at, pad_id, pad_rows, prompt_messages, seq_count
 from harness.learners.privileged import grow_bank, load_bank, make_embedder
 from lopd.coldstart import clip_composer_grads
 from lopd.composer import Composer
 from lopd.config import LOPDConfig
 from lopd.latent import DEFAULT_FRAMING, LatentError, encode_with_latents, frame_user_message, inject_batch
-from lopd.losses import distill_per_token, masked_sum, reduce_tokens, teacher_topk, upcast
+from lopd.losses import distill_per_token, masked_sum, reduce_tokens, teacher_topk
 from lopd.margin import DualVariable, composer_loss, composer_terms
 from lopd.supervision import align_supervision
 
@@ -60,9 +58,6 @@ class LOPDLearnerConfig(LOPDConfig):
     """First-user-message framing of the latent reference: holds ``{latents}`` and ``{task}``."""
     composer_seed: int = 0
     """Seed of the QFormer's and LoRA's initialisation."""
-    anchor_cache_size: int = 4096
-    """(task, experience) pairs whose anchor latents c_phi0 are kept between steps (the anchor
-    composer never changes, so they are computed once); 0 recomputes them every step."""
 
 
 def latent_teacher_prompt(tokenizer: Any, episode: Any, n_latents: int, framing: str,
@@ -157,7 +152,6 @@ class LOPDLearner(Learner):
         self.optimizer = torch.optim.AdamW(self.composer.trainable_parameters(), lr=oc.lr, weight_decay=oc.weight_decay)
         self.dual = DualVariable(self.cfg.margin)
         self.bank = load_bank(ctx.cfg.bank)
-        self._anchor: OrderedDict[str, torch.Tensor] = OrderedDict()
 
     def retrieve(self, tasks: list) -> list[list[str]]:
         """Experience texts per task, best first (``n_retrieved`` at most)."""
@@ -166,31 +160,6 @@ class LOPDLearner(Learner):
         hits = self.bank.search([t.prompt for t in tasks], k=self.cfg.n_retrieved, env=self.ctx.env_id,
                                 task_ids=[t.task_id for t in tasks], exclude_self=not self.cfg.allow_self_retrieval)
         return [[h.experience.text for h in row] for row in hits]
-
-    @torch.no_grad()
-    def anchors(self, tasks: list, exps: list[list[str]]) -> list[torch.Tensor]:
-        """c_phi0 per task: the anchor composer's latents, from the cache where it has them."""
-        key = [[hashlib.sha1(f"{t.prompt}\0{e}".encode("utf-8", "surrogatepass")).hexdigest() for e in es]
-               for t, es in zip(tasks, exps)]
-        todo = {k: (t.prompt, e) for t, ks, es in zip(tasks, key, exps) for k, e in zip(ks, es) if k not in self._anchor}
-        if todo:
-            got = self.composer.encode([t for t, _ in todo.values()], [[e] for _, e in todo.values()], anchor=True)
-            fresh = dict(zip(todo, got))
-        else:
-            fresh = {}
-        out = []
-        d = self.composer.qformer.d
-        for ks in key:
-            parts = [fresh[k] if k in fresh else self._anchor[k].to(self.ctx.device) for k in ks]
-            out.append(torch.cat(parts) if parts else self.composer.qformer.queries.new_zeros(0, d))
-        if self.cfg.anchor_cache_size > 0:
-            for k, v in fresh.items():
-                self._anchor[k] = v.detach().cpu()
-            for k in [k for ks in key for k in ks]:
-                self._anchor.move_to_end(k)
-            while len(self._anchor) > self.cfg.anchor_cache_size:
-                self._anchor.popitem(last=False)
-        return out
 
     def teacher_logits(self, ids: torch.Tensor, attn: torch.Tensor, positions: list[list[int]],
                        latents: list[torch.Tensor | None], at: torch.Tensor,
@@ -225,8 +194,7 @@ class LOPDLearner(Learner):
                 at = (at - split).clamp_min(0)  # padded entries of `at` (at_mask False) are 0
             else:
                 h = dec(inputs_embeds=embeds, attention_mask=attn, use_cache=False).last_hidden_state
-            rows = torch.arange(h.shape[0], device=h.device).unsqueeze(-1)
-            return upcast(lm.get_output_embeddings()(h[rows, at.to(h.device)]))
+            return logits_at(lm, h, at)
 
     def train_step(self, batch: StepBatch) -> dict[str, float]:
         ctx, timer, rs = self.ctx, Timer(), batch.rollouts
@@ -318,16 +286,18 @@ class LOPDLearner(Learner):
         with timer("composer"), torch.set_grad_enabled(self.cfg.train_composer):
             lat = dict(zip(ids, self.composer.encode([t.prompt for t in tasks], exps)))
         with timer("composer"):
-            anchor = dict(zip(ids, self.anchors(tasks, exps))) if self.cfg.margin.anchor_weight \
-                else {k: v.detach() for k, v in lat.items()}
+            if self.cfg.margin.anchor_weight:
+                with torch.no_grad():
+                    anchor = dict(zip(ids, self.composer.encode([t.prompt for t in tasks], exps, anchor=True)))
+            else:
+                anchor = {k: v.detach() for k, v in lat.items()}
         return lat, anchor
 
     def _dual_step(self, sums: dict[str, float], n_roll: float) -> float:
-        """beta <- max(0, beta + eta (m - mean Delta)); returns the mean Delta."""
-        mean_delta = sums["delta_w"] / max(sums["count"], 1.0) if self.cfg.margin.dual_mean == "token_weighted" \
-            else sums["delta"] / max(n_roll, 1.0)
+        """The dual variable's ascent step on this step's mean Delta (over all ranks), returned."""
+        mean_delta = self.dual.mean_delta_of_sums(sums["delta"], n_roll, sums["delta_w"], sums["count"])
         if n_roll:
-            self.dual.update(torch.tensor([mean_delta]), torch.tensor([1.0]))
+            self.dual.step(mean_delta)
         return mean_delta
 
     def _composer_step(self, timer: Timer) -> dict[str, float]:
@@ -344,13 +314,15 @@ class LOPDLearner(Learner):
     # ---- checkpoint state ------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         return {"composer": self.composer.trainable_state_dict(), "optimizer": self.optimizer.state_dict(),
-                "dual": self.dual.state_dict(), "anchor_cache": list(self._anchor.items())}
+                "dual": self.dual.state_dict(), "anchor_cache": self.composer.anchor_cache_state()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.composer.load_trainable_state_dict(state["composer"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.dual.load_state_dict(state["dual"])
-        self._anchor = OrderedDict(state.get("anchor_cache", []))
+        # a cache of checkpoints before the cache moved into the composer (keyed by hash) is dropped:
+        # its latents are recomputed
+        self.composer.load_anchor_cache_state([x for x in state.get("anchor_cache", []) if len(x) == 3])
 
     def save_files(self, directory: Path) -> None:
         self.bank.save(directory / "bank")

@@ -238,18 +238,22 @@ def test_anchor_latents_are_cached_per_pair_until_the_anchor_changes(monkeypatch
     with torch.no_grad():
         first = c.encode(["t", "u"], [["a", "b"], ["a"]], anchor=True)
         again = c.encode(["t"], [["b", "a"]], anchor=True)
-    # 3 pairs encoded; the cache keeps the newest 2, so (t, b) is a hit and only (t, a) is redone.
+    # 3 pairs encoded; the cache keeps the 2 most recently used, so (t, b) is a hit and only (t, a)
+    # is redone; (u, a), now the least recently used, is evicted.
     assert calls == [3, 1]
     # 8 passes of the QFormer, each a few dot products of <= 512 O(1) terms: far below 1e4 * 2**-53
     torch.testing.assert_close(again[0], torch.cat([first[0][4:], first[0][:4]]), rtol=0, atol=1e4 * 2.0**-53)
     with torch.no_grad():
-        assert torch.equal(c.encode(["u"], [["a"]], anchor=True)[0], first[1])  # still cached
+        assert torch.equal(c.encode(["t"], [["b"]], anchor=True)[0], first[0][4:])  # still cached
         assert calls == [3, 1]
+        redone = c.encode(["u"], [["a"]], anchor=True)[0]
+        assert calls == [3, 1, 1]
+        torch.testing.assert_close(redone, first[1], rtol=0, atol=1e4 * 2.0**-53)
         for p in c.trainable_parameters():
             p.add_(0.1)
         c.set_anchor()  # a new c_phi0 invalidates the cache
         moved = c.encode(["u"], [["a"]], anchor=True)[0]
-    assert calls == [3, 1, 1] and not torch.allclose(moved, first[1])
+    assert calls == [3, 1, 1, 1] and not torch.allclose(moved, first[1])
 
 
 def test_configs_load_with_overrides_and_document_every_field():

@@ -121,12 +121,14 @@ def test_teacher_prefix_without_graph_gives_the_same_logits_and_latent_gradients
         torch.testing.assert_close(leaf.grad, ref_leaf.grad, atol=1e-6, rtol=1e-4)
         assert ref_leaf.grad.abs().max() > 0
     hook.remove()
-    # anchor latents are cached between steps and equal a fresh encoding
+    # anchor latents are cached between steps (and kept in the checkpoint) and equal a fresh encoding
     tasks, exps = [batch.rollouts[0].task], lrn.retrieve([batch.rollouts[0].task])
-    first = lrn.anchors(tasks, exps)[0]
-    assert len(lrn._anchor) == len(exps[0])
-    torch.testing.assert_close(lrn.anchors(tasks, exps)[0], first)
-    torch.testing.assert_close(first, lrn.composer.encode([tasks[0].prompt], exps, anchor=True)[0], atol=1e-6, rtol=1e-5)
+    with torch.no_grad():
+        first = lrn.composer.encode([tasks[0].prompt], exps, anchor=True)[0]
+        cached = lrn.state_dict()["anchor_cache"]
+        assert [(t, e) for t, e, _ in cached][-len(exps[0]):] == [(tasks[0].prompt, e) for e in exps[0]]
+        lrn.composer.load_anchor_cache_state([])
+        torch.testing.assert_close(lrn.composer.encode([tasks[0].prompt], exps, anchor=True)[0], first)
     tr.close()
 
 
