@@ -39,6 +39,7 @@ from typing import Any, Literal
 from harness.atomic_dir import build_dir
 from harness.base_model import BaseModelConfig
 from harness.demo_report import BEHAVIOUR, summarize
+from harness.metrics import read_metrics
 
 DEMO_VERSION = 2
 """Bump to invalidate every cached bank, cold-start composer and finished run (when the code that
@@ -366,15 +367,8 @@ def _train_one(overrides: list[str], threads: int) -> dict[str, Any]:
 
 def read_curve(run_dir: Path) -> list[tuple[int, float]]:
     """(generations, eval/reward) points of a run's metrics.jsonl, sorted; later lines win."""
-    pts: dict[int, float] = {}
-    with open(run_dir / "metrics.jsonl", encoding="utf-8") as f:
-        for line in f:
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(rec, dict) and "eval/reward" in rec and "generations" in rec:
-                pts[int(rec["generations"])] = float(rec["eval/reward"])
+    pts = {int(r["generations"]): float(r["eval/reward"]) for r in read_metrics(run_dir / "metrics.jsonl")
+           if "eval/reward" in r and "generations" in r}
     return sorted(pts.items())
 
 

@@ -5,7 +5,6 @@ Headless (Agg backend); every function writes a PNG and returns its path.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections import Counter
@@ -17,6 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from harness.metrics import read_metrics  # noqa: E402
 from harness.stats import METRICS, GroupStats  # noqa: E402
 
 
@@ -68,15 +68,7 @@ def plot_learning_curves(metric_files: Sequence[str | os.PathLike], out: str | o
     fig, ax = plt.subplots(figsize=(6, 4))
     plotted = 0
     for path in metric_files:
-        pts = []
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(rec, dict) and x in rec and y in rec:
-                    pts.append((rec[x], rec[y]))
+        pts = [(rec[x], rec[y]) for rec in read_metrics(path) if x in rec and y in rec]
         if pts:
             pts.sort()
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=Path(path).parent.name)
