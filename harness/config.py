@@ -23,6 +23,7 @@ import dataclasses
 import os
 import types
 import typing
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
@@ -141,6 +142,23 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     except yaml.YAMLError:
         value = raw
     return key.split("."), value
+
+
+def config_and_overrides(config: str | None, overrides: Sequence[str] = ()) -> tuple[str | None, list[str]]:
+    """Split a command line's optional ``CONFIG`` positional from its ``key=value`` overrides.
+
+    argparse gives the first word to an optional ``config`` positional even when it is an override
+    (``lopd train optim.lr=1e-4``); a word holding ``=`` that names no file is taken as an override.
+
+    >>> config_and_overrides("optim.lr=1e-4", ["steps=3"])
+    (None, ['optim.lr=1e-4', 'steps=3'])
+    >>> config_and_overrides("harness/configs/grpo.yaml", ["steps=3"])
+    ('harness/configs/grpo.yaml', ['steps=3'])
+    """
+    overrides = list(overrides)
+    if config and "=" in config and not Path(config).exists():
+        return None, [config] + overrides
+    return config, overrides
 
 
 def load_config(cls: type[T], path: str | os.PathLike | None = None, overrides: list[str] | None = None) -> T:

@@ -35,7 +35,7 @@ import torch
 
 from harness.checkpoint import (clear_staging, latest_checkpoint, publish, read_trainer_state, rng_state,
                                 set_rng_state, staging_dir, write_json)
-from harness.config import load_config, save_config
+from harness.config import config_and_overrides, load_config, save_config
 from harness.distributed import (DistInfo, apply_fsdp, barrier, gather_objects, init_distributed, shutdown,
                                  split_evenly, sum_floats)
 from harness.engines.base import SamplingParams
@@ -447,9 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("config", nargs="?", help="YAML config (default: built-in defaults)")
     ap.add_argument("overrides", nargs="*", help="key=value overrides, e.g. optim.lr=1e-4")
     args = ap.parse_args(argv)
-    path, overrides = args.config, list(args.overrides)
-    if path and "=" in path and not Path(path).exists():
-        path, overrides = None, [path] + overrides
+    path, overrides = config_and_overrides(args.config, args.overrides)
     cfg = load_config(TrainConfig, path, overrides)
     dist = init_distributed(resolve_device(cfg.model.device), cfg.distributed.backend)
     try:

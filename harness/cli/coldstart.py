@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
     from tqdm import tqdm
 
-    from harness.config import load_config
+    from harness.config import config_and_overrides, load_config
     from harness.learners.privileged import load_bank
     from harness.metrics import MetricsLogger
     from harness.train_config import TrainConfig
@@ -83,9 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from lopd.coldstart import coldstart_step, make_coldstart_optimizer
     from lopd.composer import Composer
 
-    path, overrides = args.config, list(args.overrides)
-    if path and "=" in path and not Path(path).exists():
-        path, overrides = None, [path] + overrides
+    path, overrides = config_and_overrides(args.config, args.overrides)
     cfg = load_config(TrainConfig, path, overrides)
     cs = cfg.lopd.coldstart
     device = torch.device(resolve_device(cfg.model.device))

@@ -45,20 +45,16 @@ def list_keys(cls: type, prefix: str = "") -> list[tuple[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from harness.train_config import TrainConfig
 
     if args.list_keys:
         for key, doc in list_keys(TrainConfig):
             print(f"{key:42s} {doc}")
         return 0
-    from harness.config import load_config
+    from harness.config import config_and_overrides, load_config
     from harness.trainer import example_config, main
 
-    path, overrides = args.config, list(args.overrides)
-    if path and "=" in path and not Path(path).exists():  # only overrides were given
-        path, overrides = None, [path] + overrides
+    path, overrides = config_and_overrides(args.config, args.overrides)
     if args.example:
         if path:
             raise ValueError("give either a config file or --example, not both")

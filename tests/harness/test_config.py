@@ -3,7 +3,7 @@ from typing import Literal
 
 import pytest
 
-from harness.config import ConfigError, field_docs, load_config, save_config, to_dict
+from harness.config import ConfigError, config_and_overrides, field_docs, load_config, save_config, to_dict
 
 
 @dataclass
@@ -56,6 +56,18 @@ def test_save_and_reload(tmp_path):
 def test_bad_overrides_name_the_key(overrides, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         load_config(Run, None, overrides)
+
+
+def test_config_and_overrides(tmp_path, monkeypatch):
+    """The optional CONFIG positional: a word with = that names no file is the first override."""
+    monkeypatch.chdir(tmp_path)
+    assert config_and_overrides("steps=3", ("optim.lr=1e-3",)) == (None, ["steps=3", "optim.lr=1e-3"])
+    assert config_and_overrides("c.yaml", ["steps=3"]) == ("c.yaml", ["steps=3"])
+    assert config_and_overrides(None, []) == (None, [])
+    (tmp_path / "odd=name.yaml").write_text("steps: 5\n")  # a file whose name holds = stays the config
+    assert config_and_overrides("odd=name.yaml", ["steps=3"]) == ("odd=name.yaml", ["steps=3"])
+    path, overrides = config_and_overrides("steps=3", ["optim.lr=1e-3"])
+    assert load_config(Run, path, overrides) == Run(steps=3, optim=Optim(lr=1e-3))
 
 
 def test_bad_yaml_files(tmp_path):
