@@ -9,15 +9,15 @@ enter the teacher's prompt like ordinary tokens:
    (:func:`encode_with_latents` for text, :func:`expand_sentinel` for token ids);
 3. the placeholder embeddings are replaced by the latent vectors with ``torch.cat`` (embeds
    before, latents, embeds after), so gradients reach the latents (:func:`inject`,
-   :func:`embed_with_latents`). Positions stay ordinary consecutive positions.
+   :func:`inject_batch`). Positions stay ordinary consecutive positions.
 
 Example (any tokenizer with ``encode``; the project's own tokenizer has the sentinel as one
 special token, so the text path and the id path agree)::
 
     text = frame_user_message("Buy 2 apples.")                    # holds LATENT_SENTINEL once
     enc = encode_with_latents(tokenizer, text, n_latents=96)       # enc.ids, enc.positions
-    embeds = embed_with_latents(model.get_input_embeddings(), torch.tensor(enc.ids),
-                                enc.positions, latents)            # latents: [96, hidden]
+    embeds = inject(model.get_input_embeddings()(torch.tensor(enc.ids)),
+                    enc.positions, latents)                        # latents: [96, hidden]
     logits = model(inputs_embeds=embeds[None]).logits               # grads flow into `latents`
 
 The placeholder id only has to be a single token the model never sees otherwise: the project's
@@ -226,11 +226,3 @@ def inject_batch(embeds: torch.Tensor, positions: Sequence[Sequence[int]],
     rows = [embeds[b] if lat is None or len(pos) == 0 else inject(embeds[b], pos, lat)
             for b, (pos, lat) in enumerate(zip(positions, latents))]
     return torch.stack(rows, dim=0)
-
-
-def embed_with_latents(embedding: torch.nn.Module, input_ids: torch.Tensor, positions: Sequence[int],
-                       latents: torch.Tensor) -> torch.Tensor:
-    """Look up ``input_ids`` [T] with ``embedding`` (``model.get_input_embeddings()``), then inject."""
-    if input_ids.dim() != 1:
-        raise LatentError(f"embed_with_latents expects input_ids [T], got {tuple(input_ids.shape)}")
-    return inject(embedding(input_ids), positions, latents)

@@ -12,10 +12,12 @@ used beta from before the update. The student is detached everywhere here, so it
 anchor or composer-KL gradient; the composer gets gradients only through the teacher's logits
 and (anchor) its own latents.
 
-One composer step, with the teacher forward run WITH gradients on the composer's latents::
+One composer step, with the teacher forward run WITH gradients on the composer's latents and both
+sides' logits taken at the aligned positions (``al.teacher_pos``, ``al.student_pos`` of
+:func:`lopd.supervision.align_supervision`)::
 
-    terms = composer_terms(al.teacher(teacher_logits), al.student(student_logits), al.targets,
-                           al.mask, rewards, latents, anchor_latents, top_k=20)
+    terms = composer_terms(teacher_logits, student_logits, al.targets, al.mask, rewards,
+                           latents, anchor_latents, top_k=20)
     loss, stats = composer_loss(terms, beta=dual.value, cfg=margin_cfg)
     loss.backward(); optimiser.step()
     dual.update(terms.delta, al.counts)        # after the step; all-reduce delta first when distributed
@@ -47,33 +49,23 @@ def outcome_advantage(rewards: Tensor) -> Tensor:
 
 def composer_kl(
     teacher_logits: Tensor,
-    student_logits: Tensor | None,
+    student_logits: Tensor,
     mask: Tensor,
     *,
     top_k: int = 20,
     topk_ids: Tensor | None = None,
-    student_topk_logp: Tensor | None = None,
 ) -> Tensor:
     """kl_i: per-rollout mean over tokens of KL(student.detach || teacher_phi) -> [B].
 
-    ``teacher_logits`` [B, N, V] at aligned supervised positions. Buckets: the teacher's top-k ids
-    (``topk_ids`` [B, N, k] if given, e.g. those kept at scoring time) + tail. The student side is
-    ``student_logits`` [B, N, V], or, to avoid keeping vocabulary-sized student logits until the
-    composer step, ``student_topk_logp`` [B, N, k]: the student's log-probs at ``topk_ids`` saved
-    from its own forward (what the authors' code keeps).
+    ``teacher_logits`` and ``student_logits`` [B, N, V] at aligned supervised positions. Buckets:
+    the teacher's top-k ids (``topk_ids`` [B, N, k] if given, e.g. those kept at scoring time) +
+    tail.
     """
     dev = teacher_logits.device
-    if student_topk_logp is not None:
-        if topk_ids is None:
-            raise ValueError("student_topk_logp needs the topk_ids it was gathered at")
-        s_logp = upcast(student_topk_logp.detach()).to(dev)
-    elif student_logits is None:
-        raise ValueError("composer_kl needs student_logits or student_topk_logp")
     if topk_ids is None:
         topk_ids, _ = teacher_topk(teacher_logits.detach(), top_k)
     topk_ids = topk_ids.to(dev)
-    if student_topk_logp is None:
-        s_logp = log_probs_at(student_logits.detach().to(dev), topk_ids)
+    s_logp = log_probs_at(student_logits.detach().to(dev), topk_ids)
     per_token = bucket_kl(with_tail(s_logp), with_tail(log_probs_at(teacher_logits, topk_ids)))
     return sequence_mean(per_token, mask)
 
@@ -117,7 +109,7 @@ class ComposerTerms:
 
 def composer_terms(
     teacher_logits: Tensor,
-    student_logits: Tensor | None,
+    student_logits: Tensor,
     targets: Tensor,
     mask: Tensor,
     rewards: Tensor,
@@ -126,37 +118,20 @@ def composer_terms(
     *,
     top_k: int = 20,
     topk_ids: Tensor | None = None,
-    student_topk_logp: Tensor | None = None,
-    student_logp: Tensor | None = None,
-    action_mask: Tensor | None = None,
 ) -> ComposerTerms:
     """All three per-rollout terms from aligned [B, N, ...] teacher logits (with gradients).
 
-    ``targets`` [B, N] are the sampled tokens; ``mask`` [B, N] the supervised positions;
-    ``action_mask`` (default ``mask``) the action tokens Delta averages over; ``rewards`` [B] in
-    [0, 1]; ``latents``/``anchor_latents`` one latent context per rollout. The student enters
-    detached, either as ``student_logits`` [B, N, V] or as the two things saved from its own
-    forward: ``student_topk_logp`` (at ``topk_ids``) and ``student_logp`` (at ``targets``).
+    ``student_logits`` [B, N, V] enter detached; ``targets`` [B, N] are the sampled tokens;
+    ``mask`` [B, N] the supervised positions, over which both kl and Delta average; ``rewards``
+    [B] in [0, 1]; ``latents``/``anchor_latents`` one latent context per rollout; ``top_k`` and
+    ``topk_ids`` as for :func:`composer_kl`.
     """
     dev = teacher_logits.device
     adv = outcome_advantage(rewards).to(dev)
     targets, mask = targets.to(dev), mask.to(dev)
-    action_mask = mask if action_mask is None else action_mask.to(dev)
-    kl = composer_kl(
-        teacher_logits,
-        student_logits,
-        mask,
-        top_k=top_k,
-        topk_ids=topk_ids,
-        student_topk_logp=student_topk_logp,
-    )
-    if student_logp is None:
-        if student_logits is None:
-            raise ValueError("Delta needs student_logits or student_logp")
-        student_logp = token_log_probs(student_logits.detach().to(dev), targets)
-    delta = privileged_margin(
-        token_log_probs(teacher_logits, targets), student_logp.to(dev), action_mask, adv
-    )
+    kl = composer_kl(teacher_logits, student_logits, mask, top_k=top_k, topk_ids=topk_ids)
+    student_logp = token_log_probs(student_logits.detach().to(dev), targets)
+    delta = privileged_margin(token_log_probs(teacher_logits, targets), student_logp, mask, adv)
     return ComposerTerms(kl=kl, delta=delta, anchor=anchor_penalty(latents, anchor_latents).to(dev))
 
 
@@ -213,13 +188,20 @@ class DualVariable:
             return float((delta * w).sum() / w.sum().clamp(min=1))
         return float(delta.mean())
 
-    def update(self, delta: Tensor, token_counts: Tensor | None = None) -> float:
-        """One ascent step from this step's per-rollout Delta [B]; returns the new beta.
+    def mean_delta_of_sums(self, delta_sum: float, rollouts: float, weighted_sum: float, token_count: float) -> float:
+        """:meth:`mean_delta` from sums over the step's rollouts (what ranks add up): sum Delta_i over
+        ``rollouts``, or sum Delta_i n_i over ``token_count`` = sum n_i (``token_weighted``)."""
+        if self.cfg.dual_mean == "token_weighted":
+            return weighted_sum / max(token_count, 1.0)
+        return delta_sum / max(rollouts, 1.0)
 
-        With several ranks, gather every rollout's Delta (and counts) first so all ranks agree.
-        """
-        step = self.cfg.dual_lr * (self.cfg.margin - self.mean_delta(delta, token_counts))
-        self.value = max(0.0, self.value + step)
+    def update(self, delta: Tensor, token_counts: Tensor | None = None) -> float:
+        """One ascent step from this step's per-rollout Delta [B]; returns the new beta."""
+        return self.step(self.mean_delta(delta, token_counts))
+
+    def step(self, mean_delta: float) -> float:
+        """beta <- max(0, beta + eta (m - mean Delta)); returns the new beta."""
+        self.value = max(0.0, self.value + self.cfg.dual_lr * (self.cfg.margin - mean_delta))
         return self.value
 
     def state_dict(self) -> dict[str, float]:

@@ -6,12 +6,12 @@ including each end-of-turn token. The logits at position p predict token p + 1, 
 supervised token at index j is scored by the logits at j - 1.
 
 :func:`align_supervision` turns per-token supervision masks into a padded ``[B, N]`` layout of
-logit positions for both sides; :class:`Alignment` then gathers ``[B, T, ...]`` model outputs
-(logits or hidden states) into ``[B, N, ...]``::
+logit positions for both sides; the models are then scored only there (the learners'
+``harness.learners.common.TokenScorer`` runs the LM head on the hidden states at those positions)::
 
     al = align_supervision(student_ids, student_mask, teacher_ids, teacher_mask)
-    s_logits = al.student(student_logits)          # [B, N, V]
-    t_logits = al.teacher(teacher_logits)          # [B, N, V], same tokens in the same order
+    s_logits = scorer(student_ids, student_attn, positions=al.student_pos)   # [B, N, V]
+    t_logits = teacher(teacher_ids, teacher_attn, positions=al.teacher_pos)  # same tokens, same order
     loss = token_mean(topk_tail_kl(s_logits, *teacher_topk(t_logits, 20)), al.mask)
 
 >>> al = align_supervision([[7, 8, 5, 6]], [[0, 0, 1, 1]], [[7, 9, 9, 8, 5, 6]], [[0, 0, 0, 0, 1, 1]])
@@ -51,26 +51,6 @@ class Alignment:
     def counts(self) -> Tensor:
         """[B] supervised tokens per sequence."""
         return self.mask.sum(-1)
-
-    def to(self, device: torch.device | str) -> Alignment:
-        """The same alignment with its tensors on ``device``."""
-        return Alignment(
-            *(t.to(device) for t in (self.student_pos, self.teacher_pos, self.targets, self.mask))
-        )
-
-    def _gather(self, x: Tensor, pos: Tensor) -> Tensor:
-        if x.shape[0] != pos.shape[0]:
-            raise AlignmentError(f"batch of {x.shape[0]} rows for an alignment of {pos.shape[0]}")
-        rows = torch.arange(pos.shape[0], device=x.device).unsqueeze(-1)
-        return x[rows, pos.to(x.device)]
-
-    def student(self, x: Tensor) -> Tensor:
-        """Student outputs [B, T, ...] -> [B, N, ...] at the supervised positions."""
-        return self._gather(x, self.student_pos)
-
-    def teacher(self, x: Tensor) -> Tensor:
-        """Teacher outputs [B, T, ...] -> [B, N, ...] at the supervised positions."""
-        return self._gather(x, self.teacher_pos)
 
 
 def _rows(x: Rows, name: str) -> list[list[int]]:
@@ -128,35 +108,3 @@ def align_supervision(
         out[2, b, :k] = torch.tensor(tok, dtype=torch.long)
         out[3, b, :k] = 1
     return Alignment(out[0], out[1], out[2], out[3].bool())
-
-
-def suffix_mask(student_mask: Sequence[int], teacher_len: int) -> list[int]:
-    """The teacher's mask when its sequence = other context + the student's sequence minus its context.
-
-    The student's mask is right-aligned onto a teacher sequence of ``teacher_len`` tokens: valid
-    when both share everything from the first supervised token on (the usual case: only the
-    system/first user message differs). Raises if the shared part does not fit.
-
-    >>> suffix_mask([0, 0, 1, 1], 6)
-    [0, 0, 0, 0, 1, 1]
-    """
-    mask = [int(bool(m)) for m in student_mask]
-    first = next((j for j, m in enumerate(mask) if m), len(mask))
-    tail = mask[first:]
-    if len(tail) > teacher_len - 1:
-        raise AlignmentError(f"{len(tail)} shared tokens do not fit a teacher sequence of {teacher_len}")
-    return [0] * (teacher_len - len(tail)) + tail
-
-
-def logits_at(model: torch.nn.Module, positions: Tensor, **forward_kwargs) -> Tensor:
-    """Logits of a transformers causal LM only at ``positions`` [B, N] -> [B, N, V].
-
-    Runs the decoder (``model.get_decoder()``) on ``forward_kwargs`` (``input_ids=`` or
-    ``inputs_embeds=``, ``attention_mask=``...) and applies the LM head to the gathered hidden
-    states, so no [B, T, V] tensor is built (V = 151k for Qwen3). Equals
-    ``Alignment.student(model(...).logits)`` for ``positions = al.student_pos``.
-    """
-    forward_kwargs.setdefault("use_cache", False)
-    hidden = model.get_decoder()(**forward_kwargs).last_hidden_state
-    rows = torch.arange(hidden.shape[0], device=hidden.device).unsqueeze(-1)
-    return model.get_output_embeddings()(hidden[rows, positions.to(hidden.device)])

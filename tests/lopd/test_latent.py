@@ -1,10 +1,13 @@
 """Latent injection: sentinel expansion, torch.cat splice with gradients, framing text."""
+import doctest
+
 import pytest
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 
+import lopd.latent as LT
 from lopd.latent import (
-    LATENT_SENTINEL, LatentError, embed_with_latents, encode_with_latents, expand_sentinel,
+    LATENT_SENTINEL, LatentError, encode_with_latents, expand_sentinel,
     frame_user_message, inject, inject_batch, latent_positions, placeholder_token_id,
 )
 
@@ -57,7 +60,7 @@ def test_inject_replaces_rows_and_passes_gradients():
     emb = torch.nn.Embedding(10, 4)
     ids = torch.tensor([1, 2, 3, 3, 4, 3])
     lat = torch.randn(3, 4, requires_grad=True)
-    out = embed_with_latents(emb, ids, [2, 3, 5], lat)
+    out = inject(emb(ids), [2, 3, 5], lat)
     assert torch.equal(out[[2, 3, 5]], lat.detach())
     assert torch.equal(out[[0, 1, 4]], emb(ids)[[0, 1, 4]])
     weights = torch.arange(24.0).view(6, 4)
@@ -147,8 +150,12 @@ def test_latents_get_gradients_through_the_model(tiny):
     model, tok = tiny
     enc = _latent_prompt(tok, 4)
     latents = torch.randn(4, model.config.hidden_size, requires_grad=True)
-    embeds = embed_with_latents(model.get_input_embeddings(), torch.tensor(enc.ids), enc.positions, latents)
+    embeds = inject(model.get_input_embeddings()(torch.tensor(enc.ids)), enc.positions, latents)
     logits = model(inputs_embeds=embeds[None]).logits
     torch.log_softmax(logits[0, -1], -1)[5].backward()
     assert latents.grad is not None and latents.grad.abs().sum() > 0
     model.zero_grad(set_to_none=True)
+
+
+def test_module_doctests():
+    assert doctest.testmod(LT).failed == 0

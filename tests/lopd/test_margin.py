@@ -11,7 +11,7 @@ from lopd.coldstart import ColdStartExample, coldstart_step, make_coldstart_opti
 from lopd.composer import Composer
 from lopd.config import ColdStartConfig, ComposerConfig, MarginConfig, QFormerConfig
 from lopd.latent import inject_batch
-from lopd.losses import full_kl, log_probs_at, teacher_topk, token_log_probs, token_mean, topk_tail_kl
+from lopd.losses import full_kl, teacher_topk, token_log_probs, token_mean, topk_tail_kl
 from lopd.margin import (
     ComposerTerms,
     DualVariable,
@@ -76,47 +76,26 @@ def test_composer_kl_is_student_to_teacher_per_rollout_mean():
     assert s.grad is None and t.grad is not None
     ids, _ = teacher_topk(t.detach(), 2)  # ids given explicitly (those kept at scoring time)
     assert torch.allclose(composer_kl(t, s, mask, topk_ids=ids), composer_kl(t, s, mask, top_k=2))
-    with pytest.raises(ValueError):
-        composer_kl(t, None, mask)
-    with pytest.raises(ValueError):
-        composer_kl(t, None, mask, student_topk_logp=torch.zeros(2, 3, 2))
 
 
-def test_composer_terms_from_saved_student_scores_equal_those_from_logits():
+def test_composer_terms_are_the_kl_the_margin_and_the_anchor_with_the_student_detached():
     torch.manual_seed(4)
     t = torch.randn(2, 3, 8, requires_grad=True)
-    s = torch.randn(2, 3, 8)
+    s = torch.randn(2, 3, 8, requires_grad=True)
     targets = torch.randint(0, 8, (2, 3))
     mask = torch.tensor([[1, 1, 0], [1, 1, 1]])
-    lat = [torch.randn(4, 5), torch.randn(4, 5)]
-    ids, _ = teacher_topk(t.detach(), 3)
-    full = composer_terms(t, s, targets, mask, torch.tensor([1.0, 0.0]), lat, lat, top_k=3)
-    saved = composer_terms(
-        t,
-        None,
-        targets,
-        mask,
-        torch.tensor([1.0, 0.0]),
-        lat,
-        lat,
-        topk_ids=ids,
-        student_topk_logp=log_probs_at(s, ids),
-        student_logp=token_log_probs(s, targets),
-    )
-    for a, b in zip((full.kl, full.delta, full.anchor), (saved.kl, saved.delta, saved.anchor)):
-        assert torch.allclose(a, b, atol=1e-6)
-    with pytest.raises(ValueError):
-        composer_terms(
-            t,
-            None,
-            targets,
-            mask,
-            torch.tensor([1.0, 0.0]),
-            lat,
-            lat,
-            topk_ids=ids,
-            student_topk_logp=log_probs_at(s, ids),
-        )
+    lat = [torch.randn(4, 5, requires_grad=True), torch.randn(4, 5, requires_grad=True)]
+    anchor = [x.detach() + 0.1 for x in lat]
+    rewards = torch.tensor([1.0, 0.0])
+    ids, _ = teacher_topk(t.detach(), 3)  # the ids kept at scoring time, as the LOPD learner passes them
+    terms = composer_terms(t, s, targets, mask, rewards, lat, anchor, top_k=3, topk_ids=ids)
+    assert torch.equal(terms.kl, composer_kl(t, s, mask, topk_ids=ids))
+    delta = privileged_margin(token_log_probs(t, targets), token_log_probs(s, targets), mask,
+                              outcome_advantage(rewards))
+    assert torch.equal(terms.delta, delta)
+    assert torch.equal(terms.anchor, anchor_penalty(lat, anchor))
+    (terms.kl + terms.delta + terms.anchor).sum().backward()
+    assert s.grad is None and t.grad is not None and all(x.grad is not None for x in lat)
 
 
 def test_composer_loss_by_hand_uses_the_given_beta():
@@ -216,14 +195,18 @@ class Toy:
     def latents(self, anchor=False):
         return self.composer.encode([self.task], [[self.exp]], anchor=anchor)[0]
 
+    def at(self, logits, pos):
+        """[B, T, V] logits at the aligned positions ``pos`` [B, N] -> [B, N, V]."""
+        return logits[torch.arange(self.B).unsqueeze(-1), pos]
+
     def teacher_logits(self, lat):
         emb = inject_batch(
             self.composer.input_embeddings()(self.t_ids), [list(range(self.NL))] * self.B, [lat] * self.B
         )
-        return self.al.teacher(self.composer.teacher_forward(inputs_embeds=emb).logits)
+        return self.at(self.composer.teacher_forward(inputs_embeds=emb).logits, self.al.teacher_pos)
 
     def student_logits(self):
-        return self.al.student(self.student(self.s_ids).logits)
+        return self.at(self.student(self.s_ids).logits, self.al.student_pos)
 
     def coldstart_examples(self):
         return [
