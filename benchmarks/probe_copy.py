@@ -7,8 +7,10 @@ assistant tokens of the scripted expert's correct transcripts, split by kind of 
 Kinds: ``word`` (a whole-word token: a name, title, product, ...), ``number`` (an id's or amount's
 number token, or a digit) and ``other`` (markup, JSON keys, tool names). A base that has learnt the
 procedures but cannot copy scores high on ``other`` and near zero on ``word``; rollouts then fail
-every check (each needs a copied name or id). The kinds are meant for ``tokenizer="words"`` bases;
-in a "bpe" base a name is several pieces, counted as ``other``. See benchmarks/RESULTS.md, "Micro-world base model".
+every check (each needs a copied name or id). The kinds are meant for bases built with the former
+``tokenizer="words"`` option (benchmarks/RESULTS.md, "Micro-world base model"; such a base still
+loads); in a "bpe" base, the only kind the code now builds, a name is several pieces, counted as
+``other``.
 """
 
 from __future__ import annotations
@@ -16,14 +18,27 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 
 import torch
 
+from envs.micro.domains.base import FIRST_NAMES, LAST_NAMES
 from envs.micro.expert import run_solver
-from harness.base_corpus import rename_entities, whole_words
+from envs.micro.world import all_vocab
+from harness.base_corpus import name_pool, rename_entities
 from harness.base_model import make_env
 from harness.demo import load_base_dir
 from harness.pretrain import encode_conversation
+
+
+def whole_words() -> set[str]:
+    """The words a ``tokenizer="words"`` base kept as single tokens: every word (two letters or more)
+    of the world's vocabulary, both splits, and of the pseudo-word pool, lower and capitalised, with
+    and without a leading space."""
+    words = {w.lower() for lst in [FIRST_NAMES, LAST_NAMES, *all_vocab().values()] for e in lst
+             for w in re.findall(r"[A-Za-z]{2,}", e)} | set(name_pool())
+    words |= {w[:1].upper() + w[1:] for w in words}
+    return words | {" " + w for w in words}
 
 
 def copy_accuracy(model, tok, env, task_ids: list[str], rename: bool = False) -> dict[str, dict[str, float]]:

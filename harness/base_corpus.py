@@ -24,7 +24,7 @@ from harness.pretrain import Example, encode_conversation
 
 _SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"] + ["qua", "shi", "tho", "wen", "xo", "yu"]
 NAME_POOL_SIZE = 480
-"""Pseudo-words that renamed transcripts and copy drills draw from (each one token, see the tokenizer)."""
+"""Pseudo-words that renamed transcripts and copy drills draw from with ``rename_pool="pseudo"``."""
 
 
 @lru_cache(maxsize=1)
@@ -86,21 +86,6 @@ def pseudo_word(rng: random.Random, avoid: set[str] | frozenset[str] = frozenset
 def _vocab_words() -> frozenset[str]:
     return frozenset(w.lower() for lst in [FIRST_NAMES, LAST_NAMES, *all_vocab().values()] for e in lst
                      for w in re.findall(r"[A-Za-z]+", e))
-
-
-@lru_cache(maxsize=1)
-def world_vocab_words() -> tuple[str, ...]:
-    """The words (lowercase, two letters or more) of every vocabulary of the world, both splits."""
-    return tuple(sorted(w for w in _vocab_words() if len(w) > 1))
-
-
-def whole_words(pool: bool = True) -> list[str]:
-    """Words the tokenizer keeps whole (lower and capitalised): the world's vocabulary words (both
-    splits, as a pretrained model knows names) and, with ``pool``, the pseudo-word pool. A name is then
-    copied as one token per word, tokenised the same after a space, a quote or a dot."""
-    words = sorted(set(world_vocab_words()) | (set(name_pool()) if pool else set()))
-    words += [w[:1].upper() + w[1:] for w in words]
-    return words + [" " + w for w in words]  # "Gus Ortiz" -> Gus, " Ortiz": the second word follows the first
 
 
 @lru_cache(maxsize=1)
@@ -205,17 +190,11 @@ def recall_drill(rng: random.Random, keys: tuple[str, ...], words: Words | None 
             {"role": "assistant", "content": json.dumps({k: pairs[k] for k in asked}, ensure_ascii=False)}]
 
 
-def copy_drills(n: int, seed: int = 0, world_words: bool = False, keys: tuple[str, ...] = (),
-                pool: bool = True, fresh: bool = False) -> list[list[dict[str, Any]]]:
-    """``n`` copy drills over the pseudo-word pool (and the world's words when ``world_words``; only
-    those when ``pool`` is False; new words from :func:`fresh_word` when ``fresh``); with ``keys``,
-    every other one is a :func:`recall_drill` over them."""
+def copy_drills(n: int, seed: int = 0, keys: tuple[str, ...] = (), fresh: bool = False) -> list[list[dict[str, Any]]]:
+    """``n`` copy drills over the pseudo-word pool (new words from :func:`fresh_word` when ``fresh``);
+    with ``keys``, every other one is a :func:`recall_drill` over them."""
     rng = random.Random(f"copy-drills:{seed}")
-    words: Words | None = None
-    if fresh:
-        words = fresh_word
-    elif world_words:
-        words = tuple(sorted(set(name_pool() if pool else ()) | set(world_vocab_words())))
+    words: Words | None = fresh_word if fresh else None
     return [recall_drill(rng, keys, words) if keys and i % 2 else copy_drill(rng, words) for i in range(n)]
 
 
@@ -265,26 +244,21 @@ def tokenizer_texts(corpus: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def build_base_tokenizer(corpus: list[dict[str, Any]], vocab_size: int, whole_word_tokens: bool = False,
-                         keys: tuple[str, ...] = (), pool: bool = True):
+def build_base_tokenizer(corpus: list[dict[str, Any]], vocab_size: int, keys: tuple[str, ...] = ()):
     """The project's tokenizer layout (control tokens first, markup tags last, its chat template,
     ``<|im_end|>`` as eos, ``<|endoftext|>`` as pad), with BPE merges trained on this corpus.
 
     Unlike :func:`harness.models.build_tokenizer`, merges may cross punctuation (no GPT-2 regex
     split; JSON keys and quotes become one token) and every digit is its own token (ids are
-    copied digit by digit): about 30% fewer tokens per transcript. ``whole_word_tokens``: see
-    ``BaseModelConfig.tokenizer`` ("words"); transcripts are then about 55% longer. ``keys``: dict keys
-    that get one token each (:func:`key_tokens`). ``pool``: the pseudo-word pool's words are whole tokens
-    too (with ``whole_word_tokens``).
+    copied digit by digit): about 30% fewer tokens per transcript. ``keys``: dict keys that get one
+    token each (:func:`key_tokens`).
     """
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 
     from harness.models.tokenizer import CONTROL_TOKENS, MARKUP_TOKENS, wrap_tokenizer
 
     raw = Tokenizer(models.BPE())
-    quotes = [pre_tokenizers.Split(Regex("[\'\"]"), behavior="isolated")] if whole_word_tokens else []
     raw.pre_tokenizer = pre_tokenizers.Sequence([
-        *quotes,  # a key then tokenises alike in JSON calls and repr results
         pre_tokenizers.Digits(individual_digits=True),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
@@ -293,12 +267,6 @@ def build_base_tokenizer(corpus: list[dict[str, Any]], vocab_size: int, whole_wo
                                   special_tokens=CONTROL_TOKENS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     raw.train_from_iterator(tokenizer_texts(corpus), trainer=trainer)
     raw.add_tokens([AddedToken(t, special=False, normalized=False) for t in MARKUP_TOKENS])
-    if whole_word_tokens:
-        # single_word would refuse " Ortiz" after "Gus" (it looks at the character before the space)
-        raw.add_tokens([AddedToken(w, special=False, normalized=False, single_word=not w.startswith(" "))
-                        for w in whole_words(pool)])
-        # an id's number (C969) is one token: copied in one step, not digit by digit
-        raw.add_tokens([AddedToken(str(n), special=False, normalized=False) for n in range(100, 1000)])
     raw.add_tokens([AddedToken(t, special=False, normalized=False) for t in key_tokens(keys)])
     return wrap_tokenizer(raw)
 

@@ -50,7 +50,6 @@ from harness.base_corpus import (
     encode_corpus,
     fresh_word,
     rename_entities,
-    world_vocab_words,
 )
 from harness.pretrain import Example, PretrainConfig, encode_conversation, pretrain
 from lopd.latent import frame_user_message
@@ -120,9 +119,8 @@ class BaseModelConfig:
     n_plain: int = 1600
     """Noisy-expert trajectories in the corpus."""
     n_referenced: int = 2400
-    """Referenced trajectories in the corpus. They teach following a reference: with 800 / 1,600 /
-    2,400 of them the base scores 0.58 / 0.69 / 0.70 with a reference and 0.37 / 0.35 / 0.24 without
-    (RESULTS.md, "Fifth round")."""
+    """Referenced trajectories in the corpus. They teach following a reference; more of them raise the
+    reward with a reference and lower it without (benchmarks/RESULTS.md, "Fifth round")."""
     success: dict[str, float] = field(default_factory=dict)
     """Per-domain overrides of the noisy expert's probability of the right procedure (empty: defaults)."""
     corpus_seed: int = 0
@@ -134,11 +132,9 @@ class BaseModelConfig:
     make copying the only way to predict them, so held-out names work too."""
     rename_pool: str = "fresh"
     """Words renamed entities and copy drills get: "fresh" (a new pseudo-word on every draw,
-    base_corpus.fresh_word: nothing to learn by heart, so only copying predicts them; with the fixed
-    pool the base finished held-out names as pool words and scored 0.10 / 0.23 instead of 0.37 / 0.58,
-    RESULTS.md "Fourth round"), "pseudo" (the fixed pool of 480 pseudo-words) or "world" (the
-    world's own vocabulary words, both splits, as a pretrained model knows names: fewer, more frequent
-    tokens; the pool is then left out of the tokenizer and the drills)."""
+    base_corpus.fresh_word: nothing to learn by heart, so only copying predicts them) or "pseudo" (the
+    fixed pool of 480 pseudo-words, which a base learns by heart and then finishes held-out names
+    with; benchmarks/RESULTS.md, "Fourth round")."""
     n_copy_drills: int = 48000
     """Copy drills fitted before the world corpus (one epoch): a user message of random pseudo-names
     and ids that the assistant repeats. They grow the induction (copy) circuits that reading ids
@@ -151,15 +147,12 @@ class BaseModelConfig:
     vocab_size: int = 2048
     """BPE vocabulary (before the markup tokens)."""
     tokenizer: str = "bpe"
-    """"bpe": names and ids split into BPE pieces shared by both splits. "words": every word of the
-    world's vocabulary and of the pseudo-word pool is one token (with and without a leading space),
-    an id's three-digit number is one token, quotes are split off (a key tokenises alike in JSON
-    calls and repr results), and the copy drills also draw from the world's words (so their tokens
-    are trained). An experiment towards copying; see RESULTS.md, "Micro-world base model"."""
+    """The tokenizer's layout; "bpe" (:func:`harness.base_corpus.build_base_tokenizer`) is the only
+    one: names and ids split into BPE pieces shared by both splits."""
     key_tokens: bool = True
     """One token per dict key as calls and results write it (``"owner": "``, ``'account_id': '``), and
     half of the copy drills become key-value recall drills over those keys: copying a value from
-    after its key is then one induction step (RESULTS.md, "Third round")."""
+    after its key is then one induction step (benchmarks/RESULTS.md, "Third round")."""
     preset: str = "1m"
     """Tiny model preset (harness.models.PRESETS)."""
     rope_theta: float = 10000.0
@@ -214,7 +207,7 @@ def build_corpus(env: MicroEnv, cfg: BaseModelConfig) -> list[dict[str, Any]]:
     Each item: {kind: "plain" | "referenced", task_id, domain, template, reward, mistake,
     reference_task_id, messages}.
     """
-    pools: dict[str, Words | None] = {"pseudo": None, "fresh": fresh_word, "world": world_vocab_words()}
+    pools: dict[str, Words | None] = {"pseudo": None, "fresh": fresh_word}
     if cfg.rename_pool not in pools:
         raise ValueError(f"rename_pool must be one of {sorted(pools)}, not {cfg.rename_pool!r}")
     pool = pools[cfg.rename_pool]
@@ -282,12 +275,10 @@ def build_base(cfg: BaseModelConfig, out_dir: str | os.PathLike, *, progress: bo
     corpus = build_corpus(env, cfg)
     t_corpus = time.perf_counter() - t0
     _log(progress, f"[base] corpus: {len(corpus)} transcripts in {t_corpus:.1f}s")
-    if cfg.tokenizer not in ("bpe", "words"):
-        raise ValueError(f"tokenizer must be 'bpe' or 'words', not {cfg.tokenizer!r}")
-    words = cfg.tokenizer == "words"
-    pseudo = cfg.rename_pool == "pseudo"  # the pseudo-word pool's words are tokens and drill words
+    if cfg.tokenizer != "bpe":
+        raise ValueError(f"tokenizer must be 'bpe', not {cfg.tokenizer!r}")
     keys = corpus_keys(corpus) if cfg.key_tokens else ()
-    tok = build_base_tokenizer(corpus, cfg.vocab_size, whole_word_tokens=words, keys=keys, pool=pseudo)
+    tok = build_base_tokenizer(corpus, cfg.vocab_size, keys=keys)
     examples = encode_corpus(tok, corpus)
     t_tok = time.perf_counter() - t0 - t_corpus
     lengths = sorted(len(e) for e in examples)
@@ -301,7 +292,7 @@ def build_base(cfg: BaseModelConfig, out_dir: str | os.PathLike, *, progress: bo
 
     def encoded_drills(n: int, seed: int) -> list[Example]:
         return [encode_conversation(tok, m)
-                for m in copy_drills(n, seed, words, keys, pseudo, fresh=cfg.rename_pool == "fresh")]
+                for m in copy_drills(n, seed, keys, fresh=cfg.rename_pool == "fresh")]
 
     drill = None
     if cfg.n_copy_drills > 0:

@@ -99,20 +99,6 @@ def test_renamed_transcripts_replace_every_entity_consistently(world):
     assert bc.rename_entities(traj.messages, random.Random(3)) == msgs
 
 
-def test_rename_pool_world_draws_the_worlds_own_words(world):
-    _, env, _ = world
-    cfg = small_config(rename_pool="world", rename_fraction=1.0)
-    corpus = build_corpus(env, cfg)
-    words = set(bc.world_vocab_words())
-    for x in corpus[:6]:
-        user = x["messages"][1]["content"]
-        values = re.findall(r'": "([^"@]+)"', user.rsplit("\n", 1)[-1])
-        assert all(w.lower() in words for w in values[0].split()), user  # a person or a folder
-    assert bc.copy_drills(6, world_words=True, pool=False) != bc.copy_drills(6, world_words=True)
-    with pytest.raises(ValueError, match="rename_pool"):
-        build_corpus(env, small_config(rename_pool="names"))
-
-
 def test_rename_pool_fresh_draws_new_words_outside_the_world_and_the_pool(world):
     _, env, _ = world
     corpus = build_corpus(env, small_config(rename_pool="fresh", rename_fraction=1.0))
@@ -131,6 +117,16 @@ def test_rename_pool_fresh_draws_new_words_outside_the_world_and_the_pool(world)
     rng = random.Random(0)
     fresh = [bc.fresh_word(rng) for _ in range(2000)]
     assert all(3 <= len(w) <= 8 and w.isalpha() for w in fresh) and len(set(fresh)) > 1500
+
+
+def test_unknown_rename_pools_and_tokenizers_are_errors(world):
+    _, env, _ = world
+    for pool in ("names", "world"):
+        with pytest.raises(ValueError, match="rename_pool"):
+            build_corpus(env, small_config(rename_pool=pool))
+    for tokenizer in ("chars", "words"):
+        with pytest.raises(ValueError, match="tokenizer"):
+            bm.build_base(small_config(tokenizer=tokenizer), "/nonexistent")
 
 
 def test_copy_drills_repeat_random_names_and_ids():
@@ -168,40 +164,28 @@ def test_tokenizer_keeps_special_tokens_and_splits_entities_and_digits(world):
     assert all(0 < e.n_supervised < len(e) for e in ex)
 
 
-def test_words_tokenizer_keeps_names_and_id_numbers_whole_and_alike_in_every_context(world):
-    _, _, corpus = world
-    tok = build_base_tokenizer(corpus, 400, whole_word_tokens=True)
-
-    def pieces(text: str) -> list[str]:
-        return [tok.decode([i]) for i in tok.encode(text, add_special_tokens=False)]
-
-    name = random.Random(0).choice(bc.name_pool()).capitalize()
-    assert pieces(f"Ada {name}") == ["Ada", f" {name}"]  # the second word carries its space
-    call, result = pieces(f'{{"owner": "Ada {name}", "id": "C943"}}'), pieces(f"{{'owner': 'Ada {name}', 'id': 'C943'}}")
-    assert [p.replace('"', "'") for p in call] == result  # keys and values tokenise alike in JSON and repr
-    assert ["Ada", f" {name}"] == call[call.index("Ada"):call.index("Ada") + 2]
-    assert ["C", "943"] == call[call.index("943") - 1:call.index("943") + 1]  # an id's number is one token
-    for text in (f"mail {name.lower()}.ada@x.org, 1940 kr", "Adam and Adaline"):
-        assert tok.decode(tok.encode(text, add_special_tokens=False)) == text
-    assert bc.copy_drills(5, world_words=True) != bc.copy_drills(5)
-    with pytest.raises(ValueError, match="tokenizer"):
-        bm.build_base(small_config(tokenizer="chars"), "/nonexistent")
-
-
 def test_key_tokens_put_a_value_after_the_same_token_in_the_task_text_and_the_call(world):
     _, env, corpus = world
     keys = bc.corpus_keys(corpus)
     assert {"owner", "customer", "account_id", "reason"} <= set(keys)
-    tok = build_base_tokenizer(corpus, 400, whole_word_tokens=True, keys=keys)
+    tok = build_base_tokenizer(corpus, 400, keys=keys)
 
     def pieces(text: str) -> list[str]:
         return [tok.decode([i]) for i in tok.encode(text, add_special_tokens=False)]
 
+    def value_after(p: list[str], key: str, value: str) -> list[str]:
+        """The pieces after the key token that spell ``value``."""
+        i = j = p.index(key) + 1
+        while "".join(p[i:j]) != value:
+            assert len("".join(p[i:j])) < len(value), p[i:j]
+            j += 1
+        return p[i:j]
+
     traj = bm.run_solver(env, "micro_bank-train-task_1")  # freeze: lookup_accounts(owner) first
     task, call = pieces(traj.messages[1]["content"]), pieces(traj.messages[2]["content"])
     owner = traj.calls[0][1]["owner"]
-    k = call.index('"owner": "')
-    assert task[task.index('"owner": "') + 1] == call[k + 1] == owner.split()[0]  # one induction step
+    # the name follows the same key token as the same pieces: copying starts with one induction step
+    assert value_after(task, '"owner": "', owner) == value_after(call, '"owner": "', owner)
     result = pieces(traj.messages[3]["content"])
     assert "'account_id': '" in result and '"amount": ' in pieces('{"amount": 120}')
     assert tok.decode(tok.encode(traj.messages[3]["content"], add_special_tokens=False)) == traj.messages[3]["content"]
