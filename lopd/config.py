@@ -1,7 +1,8 @@
 """Typed configs of the method core: losses, composer, margin, cold start, LOPD.
 
-Every default is the paper's value (METHOD.md). Where the paper and the authors' public code
-differ, the code's choice is an option named in the field's docstring. The configs are plain
+Every default is the paper's value. Where the paper and the authors' public code differ, the
+code's choice is an option named in the field's docstring. The paper's ablations of these
+defaults, and ours, are in benchmarks/RESULTS.md ("Micro-world comparison"). The configs are plain
 dataclasses, so ``harness.config.load_config(LOPDConfig, "x.yaml", ["margin.margin=0"])`` loads
 them and ``field_docs`` lists the docs.
 
@@ -28,7 +29,7 @@ class DistillConfig:
     """``reverse`` = KL(student || teacher) (LOPD, SDPO); ``forward`` = KL(teacher || student)
     (OPSD, SDFT)."""
     full_vocab: bool = False
-    """Use the full vocabulary instead of top-k + tail (METHOD: OPSD and SDFT use the full vocabulary)."""
+    """Use the full vocabulary instead of top-k + tail (as OPSD and SDFT do)."""
     reduction: Reduction = "global_tokens"
     """``global_tokens``: sum over all supervised tokens / their global count (authors' code);
     ``per_sequence``: mean per sequence, then mean over sequences."""
@@ -61,7 +62,7 @@ class QFormerConfig:
     """The perceiver-resampler compressor: x = Linear(H); 32 queries; one shared block applied 8 times."""
 
     n_latents: int = 32
-    """Learned queries = latent tokens per experience (ablation: 8/16 stall, 32 best, 64/128 no gain)."""
+    """Learned queries = latent tokens per experience."""
     depth: int = 8
     """How many times the ONE shared (attention, feed-forward) block is applied."""
     n_heads: int | None = None
@@ -112,9 +113,10 @@ class ComposerConfig:
     are sorted by length first; 1 computes no padding and takes the attention's causal fast path
     (fastest on CPU, and an experience of a few thousand tokens already fills an accelerator);
     raise it for many short experiences on an accelerator."""
-    anchor_cache_entries: int = 1024
-    """Anchor latents c_phi0 kept per (task, experience) pair, since c_phi0 is fixed after cold start
-    (the authors cache them on disk); 0 recomputes them every step."""
+    anchor_cache_entries: int = 4096
+    """Anchor latents c_phi0 kept (on the CPU, least recently used evicted) per (task, experience)
+    pair, since c_phi0 is fixed after cold start (the authors cache them on disk); 0 recomputes
+    them every step."""
 
 
 @dataclass
@@ -122,7 +124,7 @@ class MarginConfig:
     """The composer loss: kl_i + beta * (m - Delta_i) + lambda * anchor_i, with dual ascent on beta."""
 
     margin: float = 0.05
-    """Privileged margin m (ablation: 0 collapses, 0.05 best, 0.20 worse)."""
+    """Privileged margin m: the dual variable beta grows while the mean Delta stays below m."""
     anchor_weight: float = 0.2
     """lambda: weight of mean((c_phi - c_phi0)^2)."""
     dual_lr: float = 0.5
@@ -141,7 +143,7 @@ class OptimConfig:
     lr: float = 1e-5
     """Learning rate."""
     weight_decay: float = 0.01
-    """AdamW weight decay. METHOD names none; torch's AdamW default 0.01 is what the authors' code uses."""
+    """AdamW weight decay. The paper names none; torch's AdamW default 0.01 is what the authors' code uses."""
     grad_clip: float = 1.0
     """Max total grad norm; <= 0 disables clipping."""
 
@@ -172,11 +174,11 @@ class LOPDConfig:
     """Everything the LOPD learner needs from the method core."""
 
     n_retrieved: int = 3
-    """Experiences retrieved per task (1 gives 0.605, 3 give 0.637, more do not help)."""
+    """Experiences retrieved per task."""
     allow_self_retrieval: bool = False
     """Let a task retrieve its own bank entry (paper: excluded; authors' configs: allowed)."""
     train_composer: bool = True
-    """Update the composer during RL; false = the frozen-composer ablation (0.573)."""
+    """Update the composer during RL; false = the frozen-composer ablation."""
     composer: ComposerConfig = field(default_factory=ComposerConfig)
     """Encoder + QFormer."""
     distill: DistillConfig = field(default_factory=DistillConfig)

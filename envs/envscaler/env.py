@@ -100,7 +100,7 @@ class EnvScalerEnv(ToolEnv):
     """
 
     call_policy = "first"
-    max_steps = 30  # the LOPD authors' rollouts on EnvScaler (METHOD.md); EnvScaler's own RL used 40
+    max_steps = 30  # the LOPD authors' rollouts on EnvScaler; EnvScaler's own RL used 40
     end_on_no_call = True
     end_on_tool_error = True
     default_split = "train"
