@@ -2,8 +2,8 @@
 
 ::
 
-    cfg = EvalConfig(envs=["lopd/bfcl-v3-simple-v0", "lopd/shop-v0"], model="runs/tiny-1m", out="runs/eval-a",
-                     n_samples=2, limit=50)
+    cfg = EvalRunConfig(envs=["lopd/bfcl-v3-simple-v0", "lopd/shop-v0"], model="runs/tiny-1m",
+                        out="runs/eval-a", n_samples=2, limit=50)
     result = run_eval(cfg)              # HF engine in-process; engine="sglang" + server_url for a server
     result.summary["benchmarks"]["bfcl-v3"]["official"]["overall"]
 
@@ -57,7 +57,7 @@ _NOT_DETAILS = {"step", "messages", "tools", "system", "final_reward"}
 
 
 @dataclass
-class EvalConfig:
+class EvalRunConfig:
     """One evaluation run (the options of ``lopd eval``)."""
 
     envs: list[str]
@@ -365,7 +365,7 @@ def resolve_env_id(name: str) -> str:
     raise KeyError(f"unknown env {name!r}; registered: {', '.join(ids)}")
 
 
-def plan(cfg: EvalConfig, pool: _EnvPool) -> list[Pair]:
+def plan(cfg: EvalRunConfig, pool: _EnvPool) -> list[Pair]:
     """Every (env, task, sample) of the run, env by env, task by task, samples together."""
     pairs = []
     for env_id in cfg.envs:
@@ -415,7 +415,7 @@ def _eos_ids(model_dir: str, tokenizer: Any) -> list[int]:
     return [int(tokenizer.eos_token_id)] if tokenizer.eos_token_id is not None else []
 
 
-def build_engine(cfg: EvalConfig) -> tuple[Any, Any]:
+def build_engine(cfg: EvalRunConfig) -> tuple[Any, Any]:
     """(engine, tokenizer) for the config: an HFEngine over the model, or an SGLangEngine client."""
     from harness.engines import HFEngine, SGLangEngine
     from harness.models import load_tokenizer
@@ -436,13 +436,13 @@ def build_engine(cfg: EvalConfig) -> tuple[Any, Any]:
     raise ValueError(f"engine must be 'hf' or 'sglang', got {cfg.engine!r}")
 
 
-def _settings(cfg: EvalConfig) -> dict[str, Any]:
+def _settings(cfg: EvalRunConfig) -> dict[str, Any]:
     d = asdict(cfg)
     d["model"] = str(Path(cfg.model).resolve()) if Path(cfg.model).exists() else cfg.model
     return d
 
 
-def run_eval(cfg: EvalConfig, engine: Any = None, tokenizer: Any = None,
+def run_eval(cfg: EvalRunConfig, engine: Any = None, tokenizer: Any = None,
              log: Callable[[str], None] | None = None) -> EvalResult:
     """Play every planned episode not yet in ``cfg.out``, write traces and verdicts as they finish,
     then write the summary of everything the directory holds. ``engine``/``tokenizer`` default to

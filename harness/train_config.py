@@ -70,7 +70,7 @@ class SamplingConfig:
 
 
 @dataclass
-class EvalConfig:
+class TrainEvalConfig:
     """Held-out evaluation during training."""
 
     every_generations: int = 320
@@ -152,7 +152,7 @@ class TrainConfig:
     """Episode limits (max turns, context) and chat-template options."""
     optim: OptimConfig = field(default_factory=OptimConfig)
     """The student's AdamW (lr 1e-5, clip 1.0)."""
-    eval: EvalConfig = field(default_factory=EvalConfig)
+    eval: TrainEvalConfig = field(default_factory=TrainEvalConfig)
     """Held-out evaluation."""
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     """Checkpoints and resume."""

@@ -73,14 +73,14 @@ def parse_env_kwargs(items: list[str]) -> dict[str, dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.evaluate import EvalConfig, format_summary, resolve_env_id, run_eval
+    from harness.evaluate import EvalRunConfig, format_summary, resolve_env_id, run_eval
 
     env_ids = [e.strip() for group in args.env for e in group.split(",") if e.strip()]
     if not env_ids:
         raise ValueError("--env names no env")
     kwargs = parse_env_kwargs(args.env_kwargs)
     kwargs = {k if k == "*" else resolve_env_id(k): v for k, v in kwargs.items()}
-    cfg = EvalConfig(
+    cfg = EvalRunConfig(
         envs=env_ids, model=args.model, out=args.out, engine=args.engine, n_samples=args.n_samples,
         split=args.split, limit=args.limit, temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
         max_new_tokens=args.max_new_tokens, seed=None if args.seed < 0 else args.seed, max_turns=args.max_turns,

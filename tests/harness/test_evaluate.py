@@ -16,7 +16,7 @@ from envs.trace import read_traces
 from harness.cli import main
 from harness.engines import HFEngine, SGLangEngine
 from harness.eval_summary import format_summary, summarize_verdicts
-from harness.evaluate import EvalConfig, cut_torn_tail, pair_seed, read_progress, run_eval, verdict_of
+from harness.evaluate import EvalRunConfig, cut_torn_tail, pair_seed, read_progress, run_eval, verdict_of
 from harness.models import build_tiny_model, save_pretrained
 
 
@@ -39,7 +39,7 @@ def engine(model_dir):
 def cfg(model_dir, out, **kw):
     base = {"envs": ["lopd/shop-v0"], "model": model_dir, "out": str(out), "max_new_tokens": 8, "max_turns": 2,
             "temperature": 1.0, "top_p": 1.0, "top_k": -1}
-    return EvalConfig(**{**base, **kw})
+    return EvalRunConfig(**{**base, **kw})
 
 
 def lines(path):
