@@ -16,6 +16,10 @@ episode starts from, and how the final state is scored::
 Per-env spec (class attributes, overridable per instance through keyword arguments):
 ``call_policy`` ("all" runs every call in order, as BFCL; "first" runs only the first, as
 EnvScaler), ``max_steps`` (then truncated), ``end_on_no_call``, ``end_on_tool_error``.
+
+What some subclasses override: ``parse`` (how a response is read), ``system_prompt``,
+``select_task`` (which task ``reset`` plays) and ``begin_episode`` (the episode's tools, opening
+messages, first observation and reset ``info``, from the state ``setup`` returned).
 """
 
 from __future__ import annotations
@@ -146,14 +150,39 @@ class ToolEnv(gym.Env[str, str]):
     def system_prompt(self, task: Task) -> str:
         return render_tools_system_prompt(self.tools.schemas, task.system)
 
+    def select_task(self, seed: int | None, options: dict[str, Any]) -> Task:
+        """The task ``reset`` plays: ``options["task_id"]`` (any split), else a draw from :attr:`tasks`
+        with ``self.np_random``, which ``reset`` has already seeded with ``seed``."""
+        if "task_id" in options:
+            return self.task_by_id(str(options["task_id"]))
+        pool = self.tasks
+        if not pool:
+            raise ValueError(f"{type(self).__name__} has no tasks in split {self.split!r}")
+        return pool[int(self.np_random.integers(len(pool)))]
+
+    def begin_episode(self, task: Task, state: Any) -> tuple[str, dict[str, Any]]:
+        """Set the episode's tools and opening messages from the fresh ``state``; return the first
+        observation and the reset ``info`` (``task_id``, ``split``, ``tools``, ``messages``)."""
+        self.tools = state if isinstance(state, ToolSet) else ToolSet.from_object(state)
+        self.messages = [{"role": "system", "content": self.system_prompt(task)},
+                         {"role": "user", "content": task.prompt}]
+        return task.prompt, {"task_id": task.task_id, "split": task.split, "tools": self.tools.schemas,
+                             "messages": self.messages}
+
     # ---- Gymnasium API -------------------------------------------------------------------
     @property
     def tasks(self) -> list[Task]:
+        """The tasks of ``split`` (every task when it is None): what ``reset`` draws from."""
         if self._tasks is None:
             self._tasks = list(self.load_tasks())
         if self.split is None:
             return self._tasks
         return [t for t in self._tasks if t.split == self.split]
+
+    def all_tasks(self) -> list[Task]:
+        """Every task of this env, train and eval, whatever ``split`` keeps (a new list)."""
+        _ = self.tasks  # loads them, once
+        return list(self._tasks or [])
 
     def task_by_id(self, task_id: str) -> Task:
         for t in self._tasks if self._tasks is not None else self.load_tasks():
@@ -163,22 +192,11 @@ class ToolEnv(gym.Env[str, str]):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
         super().reset(seed=seed)
-        options = options or {}
-        if "task_id" in options:
-            self.task = self.task_by_id(str(options["task_id"]))
-        else:
-            pool = self.tasks
-            if not pool:
-                raise ValueError(f"{type(self).__name__} has no tasks in split {self.split!r}")
-            self.task = pool[int(self.np_random.integers(len(pool)))]
+        self.task = self.select_task(seed, options or {})
         self.state = self.setup(self.task)
-        self.tools = self.state if isinstance(self.state, ToolSet) else ToolSet.from_object(self.state)
-        self.messages = [{"role": "system", "content": self.system_prompt(self.task)},
-                         {"role": "user", "content": self.task.prompt}]
+        observation, info = self.begin_episode(self.task, self.state)
         self.steps, self.done, self.final_reward, self.verify_error = [], False, 0.0, None
-        info = {"task_id": self.task.task_id, "split": self.task.split, "tools": self.tools.schemas,
-                "messages": self.messages}
-        return self.task.prompt, copy.deepcopy(info)
+        return observation, copy.deepcopy(info)
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
         if self.task is None:

@@ -122,8 +122,7 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         self._gym = gym
         self.env = gym.make(cfg.env.id, **cfg.env.kwargs)
-        u = self.env.unwrapped
-        tasks = u.all_tasks() if hasattr(u, "all_tasks") else list(u.tasks)
+        tasks = self.env.unwrapped.all_tasks()
         self.tasks = {t.task_id: t for t in tasks}
         self.train_ids = [t.task_id for t in tasks if t.split == cfg.env.train_split][:cfg.env.max_train_tasks]
         self.eval_ids = [t.task_id for t in tasks if t.split == cfg.env.eval_split][:cfg.eval.max_tasks]

@@ -28,8 +28,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import gymnasium as gym
-
 from envs.bfcl.ast_checker import Verdict
 from envs.bfcl.data import CATEGORIES, Entry, is_multi_turn, load_entries
 from envs.bfcl.decode import DecodeError, decode_ast_prompt
@@ -100,26 +98,17 @@ class BfclEnv(ToolEnv):
         text = prompt_system(functions, self.category)
         return f"{text}\n\n{own}" if own else text
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
-        gym.Env.reset(self, seed=seed)
-        options = options or {}
-        if "task_id" in options:
-            self.task = self.task_by_id(str(options["task_id"]))
-        else:
-            pool = self.tasks
-            if not pool:
-                raise ValueError(f"{type(self).__name__} has no tasks in split {self.split!r}")
-            self.task = pool[int(self.np_random.integers(len(pool)))]
-        self.state = self.setup(self.task)
-        self._begin(self.state)
-        turn0 = list(self.state.entry.question[0]) if self.state.entry.question else []
+    def begin_episode(self, task: Task, state: _Episode) -> tuple[str, dict[str, Any]]:
+        """The entry's first turn: BFCL's system prompt (holding the entry's own system text, if any)
+        and its other messages, the last of which is the observation."""
+        self._begin(state)
+        turn0 = list(state.entry.question[0]) if state.entry.question else []
         own = turn0[0]["content"] if turn0 and turn0[0].get("role") == "system" else None
         rest = [dict(m) for m in turn0 if m.get("role") != "system"]
-        self.messages = [{"role": "system", "content": self._system(self.state.functions, own)}] + rest
-        self.steps, self.done, self.final_reward, self.verify_error = [], False, 0.0, None
-        info = {"task_id": self.task.task_id, "split": self.task.split, "category": self.category,
-                "fmt": self.fmt, "tools": self._tools(self.state.functions), "messages": self.messages}
-        return self._clip(rest[-1]["content"] if rest else ""), copy.deepcopy(info)
+        self.messages = [{"role": "system", "content": self._system(state.functions, own)}] + rest
+        info = {"task_id": task.task_id, "split": task.split, "category": self.category,
+                "fmt": self.fmt, "tools": self._tools(state.functions), "messages": self.messages}
+        return self._clip(rest[-1]["content"] if rest else ""), info
 
     def _begin(self, episode: _Episode) -> None:
         """Hook for subclasses: prepare per-episode state after setup."""

@@ -171,11 +171,6 @@ class EnvScalerEnv(ToolEnv):
             )
         return tasks
 
-    def all_tasks(self) -> list[Task]:
-        """Every loaded task, whatever the split filter."""
-        _ = self.tasks  # loads them
-        return list(self._tasks or [])
-
     def task_by_id(self, task_id: str) -> Task:
         if self._by_id is None:  # loads (once) and indexes every task, whatever the split filter
             self._by_id = {t.task_id: t for t in self.all_tasks()}

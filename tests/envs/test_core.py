@@ -102,6 +102,30 @@ def test_splits_and_seeded_task_choice():
         env.reset(options={"task_id": "zzz"})
 
 
+def test_all_tasks_and_the_reset_hooks():
+    env = ShopEnv(split="eval")
+    assert [t.task_id for t in env.all_tasks()] == ["apples", "mix"]  # whatever the split keeps
+    assert env.all_tasks() is not env.all_tasks()
+    assert env.reset(options={"task_id": "apples"})[1]["task_id"] == "apples"  # an id of any split
+    with pytest.raises(ValueError, match="no tasks in split 'none'"):
+        ShopEnv(split="none").reset(seed=0)
+
+    class Last(ShopEnv):
+        def select_task(self, seed, options):
+            return self.all_tasks()[-1]
+
+        def begin_episode(self, task, state):
+            obs, info = super().begin_episode(task, state)
+            return obs.upper(), {**info, "seed": None}
+
+    env = Last()
+    obs, info = env.reset(seed=3)
+    assert obs == "BUY A PEAR AND A MILK, THEN PAY." and info["task_id"] == "mix" and "seed" in info
+    assert info["messages"][1]["content"] == "Buy a pear and a milk, then pay."
+    assert env.messages[0]["role"] == "system"
+    assert sorted(s["function"]["name"] for s in info["tools"]) == ["add_to_cart", "checkout", "price"]
+
+
 def test_broken_verifier_scores_zero_with_reason():
     class Broken(ShopEnv):
         def verify(self, task, shop):
