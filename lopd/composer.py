@@ -7,7 +7,7 @@ them to 32 latents; the top-3 experiences in retrieval order give 96 latent toke
 :mod:`lopd.latent` splices into the teacher's prompt.
 
 The teacher IS the same frozen backbone, run with the adapter disabled
-(:meth:`Composer.teacher_forward`), so the composer gets gradients only through the latents it
+(:meth:`Composer.teacher_mode`), so the composer gets gradients only through the latents it
 feeds the teacher. The LoRA is injected into the backbone in place: once a backbone is given to
 a :class:`Composer`, run it only through the composer.
 
@@ -16,8 +16,9 @@ Example::
     composer = Composer(teacher_backbone, tokenizer)           # peft LoRA + QFormer
     latents = composer.encode(["Buy 2 apples."], [[exp1, exp2, exp3]])[0]   # [96, d]
     enc = encode_with_latents(tokenizer, prompt_text, n_latents=latents.shape[0])
-    embeds = embed_with_latents(composer.input_embeddings(), torch.tensor(enc.ids), enc.positions, latents)
-    logits = composer.teacher_forward(inputs_embeds=embeds[None]).logits   # grads reach the composer
+    embeds = inject(composer.input_embeddings()(torch.tensor(enc.ids)), enc.positions, latents)
+    with composer.teacher_mode() as teacher:                     # the backbone, adapter disabled
+        logits = teacher(inputs_embeds=embeds[None]).logits      # grads reach the composer
     composer.set_anchor()        # after cold start: c_phi0 for the anchor term
 """
 
@@ -395,16 +396,6 @@ class Composer(nn.Module):
             for p, f in zip(lora, flags):
                 p.requires_grad_(f)
 
-    def teacher_forward(self, **kwargs: Any) -> Any:
-        """The frozen teacher's forward (adapter disabled); kwargs as for the causal LM
-        (``inputs_embeds=`` or ``input_ids=``, ``attention_mask=``...).
-
-        Gradients flow into ``inputs_embeds`` (the latents) but never into the backbone.
-        """
-        kwargs.setdefault("use_cache", False)
-        with self.teacher_mode() as model:
-            return model(**kwargs)
-
     def input_embeddings(self) -> nn.Module:
-        """The backbone's token embedding (no adapter on it), for :func:`lopd.latent.embed_with_latents`."""
+        """The backbone's token embedding (no adapter on it), for :func:`lopd.latent.inject`."""
         return self.backbone.get_input_embeddings()

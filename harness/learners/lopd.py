@@ -1,6 +1,6 @@
 """LOPD: a composer turns retrieved experiences into latent tokens for a frozen self-teacher.
 
-Per step (METHOD.md; every number is a config field, so ablations need no code change):
+Per step (the paper's method; every number is a config field, so ablations need no code change):
 
 1. retrieval: the top-3 bank experiences of each task (own entry excluded by default);
 2. the composer (frozen backbone + LoRA encoder + QFormer) encodes each (task, experience) pair

@@ -1,4 +1,4 @@
-"""QFormer and Composer: structure as METHOD.md states it, encoding, teacher bypass, anchor, state."""
+"""QFormer and Composer: structure as the paper states it, encoding, teacher bypass, anchor, state."""
 
 import copy
 import math
@@ -30,7 +30,7 @@ def make_composer(n_latents=4, depth=8, **kw):
 
 
 def reference_qformer(q: QFormer, h: torch.Tensor) -> torch.Tensor:
-    """METHOD.md's QFormer written out independently (scores scaled once by 1/sqrt(dh))."""
+    """The paper's QFormer written out independently (scores scaled once by 1/sqrt(dh))."""
     attn, ff = q.attn[0], q.ff[0]
     x = h @ q.proj_in.weight.T + q.proj_in.bias
     lat = q.queries.expand(h.shape[0], -1, -1)
@@ -166,7 +166,7 @@ def test_encode_concatenates_in_retrieval_order_and_is_task_conditional():
         Composer(tiny_backbone(), None, ComposerConfig()).encode(["a"], [["b"]])
 
 
-def test_teacher_forward_bypasses_the_lora_and_restores_flags():
+def test_teacher_mode_bypasses_the_lora_and_restores_flags():
     original = tiny_backbone()
     c = make_composer()
     with torch.no_grad():
@@ -175,12 +175,14 @@ def test_teacher_forward_bypasses_the_lora_and_restores_flags():
                 p.normal_(0, 0.5)
     ids = torch.randint(0, 300, (2, 9))
     with torch.no_grad():
-        assert torch.allclose(c.teacher_forward(input_ids=ids).logits, original(ids).logits, atol=1e-5)
+        with c.teacher_mode() as teacher:
+            assert torch.allclose(teacher(input_ids=ids).logits, original(ids).logits, atol=1e-5)
         with_lora = c.backbone(input_ids=ids).logits
         assert not torch.allclose(with_lora, original(ids).logits, atol=1e-3)
     assert all(p.requires_grad for p in c.trainable_parameters())
     c.set_trainable(False)  # the frozen-composer ablation stays frozen through teacher calls
-    c.teacher_forward(input_ids=ids)
+    with c.teacher_mode() as teacher:
+        teacher(input_ids=ids)
     assert not any(p.requires_grad for p in c.parameters())
 
 
@@ -193,7 +195,9 @@ def test_gradients_reach_the_composer_through_injected_latents_only():
     lat = c.encode(["task"], [["exp"]])[0]
     ids = torch.randint(0, 300, (10,))
     embeds = inject(c.input_embeddings()(ids), [1, 2, 3, 4], lat)
-    c.teacher_forward(inputs_embeds=embeds[None]).logits[0, -1].logsumexp(-1).backward()
+    with c.teacher_mode() as teacher:
+        logits = teacher(inputs_embeds=embeds[None]).logits
+    logits[0, -1].logsumexp(-1).backward()  # outside: peft's disable_adapter switches LoRA grads off
     for n, p in c.named_parameters():
         if n in dict(c.named_trainable_parameters()):
             assert p.grad is not None, n

@@ -203,7 +203,8 @@ class Toy:
         emb = inject_batch(
             self.composer.input_embeddings()(self.t_ids), [list(range(self.NL))] * self.B, [lat] * self.B
         )
-        return self.at(self.composer.teacher_forward(inputs_embeds=emb).logits, self.al.teacher_pos)
+        with self.composer.teacher_mode() as teacher:
+            return self.at(teacher(inputs_embeds=emb).logits, self.al.teacher_pos)
 
     def student_logits(self):
         return self.at(self.student(self.s_ids).logits, self.al.student_pos)
