@@ -103,15 +103,32 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+def _sections_field(cls: type) -> str | None:
+    """The field holding a dataclass's open sections (``metadata={"sections": True}``), if any."""
+    return next((f.name for f in dataclasses.fields(cls) if f.metadata.get("sections")), None)
+
+
 def from_dict(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:
-    """Build dataclass ``cls`` from a mapping, checking keys and types."""
+    """Build dataclass ``cls`` from a mapping, checking keys and types.
+
+    A class with a sections field also takes top-level mappings that its ``section_type(key, data)``
+    types (e.g. one per registered learner); they are stored in that field by key.
+    """
     hints = _hints(cls)
     names = {f.name for f in dataclasses.fields(cls) if f.init}
-    unknown = set(data) - names
+    holder = _sections_field(cls)
+    sections: dict[str, Any] = {}
+    for k in sorted(set(data) - names) if holder else ():
+        tp = cls.section_type(k, data)  # type: ignore[attr-defined]
+        if tp is not None:
+            sections[k] = _coerce(data[k], tp, prefix + k)
+    unknown = set(data) - names - set(sections)
     if unknown:
         raise ConfigError(f"unknown config key(s): {', '.join(prefix + k for k in sorted(unknown))}; "
-                          f"known: {', '.join(sorted(names))}")
-    kwargs = {k: _coerce(v, hints[k], prefix + k) for k, v in data.items()}
+                          f"known: {', '.join(sorted(names - {holder} if holder else names))}")
+    kwargs = {k: _coerce(v, hints[k], prefix + k) for k, v in data.items() if k in names}
+    if sections:
+        kwargs[holder] = sections
     return cls(**kwargs)
 
 
@@ -119,7 +136,10 @@ def to_dict(cfg: Any) -> dict[str, Any]:
     """A plain, YAML-safe mapping of a config."""
     def plain(v: Any) -> Any:
         if dataclasses.is_dataclass(v):
-            return {f.name: plain(getattr(v, f.name)) for f in dataclasses.fields(v)}
+            out = {}
+            for f in dataclasses.fields(v):  # open sections stand at the top level, where they are read
+                out.update(plain(getattr(v, f.name)) if f.metadata.get("sections") else {f.name: plain(getattr(v, f.name))})
+            return out
         if isinstance(v, (list, tuple)):
             return [plain(x) for x in v]
         if isinstance(v, dict):

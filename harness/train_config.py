@@ -1,9 +1,12 @@
 """``TrainConfig``: every knob of ``lopd train``, one docstring per field.
 
-Load it from YAML plus ``key=value`` overrides (:func:`harness.config.load_config`); only the
-section of the chosen learner is used, so one file can carry several::
+Load it from YAML plus ``key=value`` overrides (:func:`harness.config.load_config`). Each learner
+brings its own section, typed by its ``Config`` and found through the learner registry (so a
+plugin's ``mine:`` section works like ``lopd:``); only the chosen learner's is used, so one file
+can carry several::
 
     cfg = load_config(TrainConfig, "harness/configs/lopd.yaml", ["lopd.margin.margin=0", "generations=640"])
+    cfg.learner_config.margin.margin      # 0.0: the chosen learner's section, also cfg.lopd
 
 Defaults follow the paper (32 rollouts a step, temperature 0.7 / top-p 0.95 / top-k 20, AdamW
 1e-5 with clip 1.0, 1,600 generations); the tiny model wants a larger ``optim.lr``.
@@ -14,12 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.learners.grpo import GRPOConfig
-from harness.learners.lopd import LOPDLearnerConfig
-from harness.learners.opsd import OPSDConfig
 from harness.learners.privileged import BankSpec
-from harness.learners.sdpo import SDPOConfig
-from harness.learners.sft import SFTConfig
 from harness.rollout import RolloutConfig
 from lopd.config import OptimConfig
 
@@ -131,7 +129,7 @@ class TrainConfig:
     run_dir: str = "runs/train"
     """Output directory: config.yaml, metrics.jsonl, traces.jsonl, checkpoints/."""
     learner: str = "grpo"
-    """grpo, opsd, sdpo, lopd or sft (or a name added with register_learner)."""
+    """grpo, opsd, sdpo, lopd or sft, a name added with register_learner, or ``package.module:Class``."""
     seed: int = 0
     """Seeds the task order, sampling, env resets and initialisations."""
     generations: int = 1600
@@ -162,16 +160,37 @@ class TrainConfig:
     """torchrun settings."""
     bank: BankSpec = field(default_factory=BankSpec)
     """The experience bank (LOPD retrieval, OPSD oracles)."""
-    grpo: GRPOConfig = field(default_factory=GRPOConfig)
-    """GRPO's settings."""
-    opsd: OPSDConfig = field(default_factory=OPSDConfig)
-    """OPSD's settings."""
-    sdpo: SDPOConfig = field(default_factory=SDPOConfig)
-    """SDPO's settings."""
-    lopd: LOPDLearnerConfig = field(default_factory=LOPDLearnerConfig)
-    """LOPD's settings (retrieval count, latents, margin, anchor, dual step, composer, cold start)."""
-    sft: SFTConfig = field(default_factory=SFTConfig)
-    """SFT's data."""
+    sections: dict[str, Any] = field(default_factory=dict, metadata={"sections": True})
+    """Each learner's own section by learner name (``grpo:``, ``lopd:``, a plugin's), typed by that
+    learner's ``Config``; in YAML they stand at the top level. Read one as ``cfg.<name>``."""
+
+    @staticmethod
+    def section_type(name: str, data: dict[str, Any]) -> type | None:
+        """The type of a top-level section ``name``: the ``Config`` of the learner of that name."""
+        from harness.learners.base import learner_config_type
+
+        return learner_config_type(name, data.get("learner"))
+
+    def __getattr__(self, name: str) -> Any:
+        """``cfg.grpo``, ``cfg.lopd``, a plugin's ``cfg.<name>``: that learner's section (its
+        defaults when the config has none)."""
+        sections = self.__dict__.get("sections")
+        if name.startswith("_") or sections is None:
+            raise AttributeError(name)
+        if name not in sections:
+            tp = self.section_type(name, {"learner": self.__dict__.get("learner")})
+            if tp is None:
+                raise AttributeError(f"TrainConfig has no field or learner section {name!r}")
+            sections[name] = tp()
+        return sections[name]
+
+    @property
+    def learner_config(self) -> Any:
+        """The chosen learner's section (None for a learner that takes none)."""
+        from harness.learners.base import get_learner
+
+        cls = get_learner(self.learner)
+        return getattr(self, cls.name) if cls.Config is not None else None
 
     def __post_init__(self) -> None:
         if self.generations < 1 or self.rollouts_per_step < 1:

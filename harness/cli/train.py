@@ -37,7 +37,13 @@ def list_keys(cls: type, prefix: str = "") -> list[tuple[str, str]]:
             docs.update(field_docs(base))
     for f in dataclasses.fields(cls):
         tp = hints[f.name]
-        if dataclasses.is_dataclass(tp):
+        if f.metadata.get("sections"):  # one section per registered learner, under its name
+            from harness.learners.base import LEARNERS, get_learner
+
+            for name in LEARNERS:
+                if get_learner(name).Config is not None:
+                    out += list_keys(get_learner(name).Config, f"{prefix}{name}.")
+        elif dataclasses.is_dataclass(tp):
             out += list_keys(tp, f"{prefix}{f.name}.")
         else:
             out.append((prefix + f.name, docs.get(f.name, "").split("\n")[0]))

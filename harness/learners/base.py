@@ -214,6 +214,9 @@ class Learner(ABC):
     """One training algorithm. See the module docstring."""
 
     name: ClassVar[str] = ""
+    """The learner's name, and the name of its section in a train config (``grpo:``)."""
+    Config: ClassVar[type | None] = None
+    """The dataclass of the learner's section (``ctx.cfg.learner_config``); None: it takes none."""
     uses_rollouts: ClassVar[bool] = True
     """False for offline learners (SFT), which train on dataset examples instead of rollouts."""
 
@@ -268,8 +271,18 @@ def register_learner(name: str, entry_point: str) -> None:
 
 
 def get_learner(name: str) -> type[Learner]:
-    """The learner class registered under ``name``."""
-    if name not in LEARNERS:
-        raise KeyError(f"unknown learner {name!r}; known: {', '.join(sorted(LEARNERS))}")
-    module, cls = LEARNERS[name].split(":")
+    """The learner class registered under ``name``, or at ``name`` = ``"package.module:Class"``."""
+    if name not in LEARNERS and ":" not in name:
+        raise KeyError(f"unknown learner {name!r}; known: {', '.join(sorted(LEARNERS))} (or 'module:Class')")
+    module, cls = LEARNERS.get(name, name).split(":")
     return getattr(importlib.import_module(module), cls)
+
+
+def learner_config_type(section: str, learner: str | None = None) -> type | None:
+    """The ``Config`` of the learner whose section is named ``section``: a registered learner, or
+    ``learner`` (the run's, possibly ``module:Class``) when that is its name. None: no such section."""
+    if section in LEARNERS:
+        return get_learner(section).Config
+    if learner and ":" in learner and get_learner(learner).name == section:
+        return get_learner(learner).Config
+    return None

@@ -40,17 +40,18 @@ class GRPOLearner(Learner):
     """Group-relative policy optimisation over the student's own rollouts."""
 
     name = "grpo"
+    Config = GRPOConfig
 
     def __init__(self, ctx: LearnerContext):
         super().__init__(ctx)
-        self.cfg: GRPOConfig = ctx.cfg.grpo
+        self.cfg: GRPOConfig = ctx.cfg.learner_config
         if self.cfg.ppo_epochs < 1:
             raise ValueError("grpo.ppo_epochs must be >= 1")
         self.ref = TokenScorer(ctx.frozen_copy()) if self.cfg.kl_coef else None
 
     @classmethod
     def group_size(cls, cfg) -> int:
-        return cfg.grpo.group_size
+        return cfg.learner_config.group_size
 
     def train_step(self, batch: StepBatch) -> dict[str, float]:
         ctx, cfg, timer = self.ctx, self.cfg, Timer()

@@ -138,10 +138,11 @@ class LOPDLearner(Learner):
     """Latent on-policy self-distillation with a jointly trained composer."""
 
     name = "lopd"
+    Config = LOPDLearnerConfig
 
     def __init__(self, ctx: LearnerContext):
         super().__init__(ctx)
-        self.cfg: LOPDLearnerConfig = ctx.cfg.lopd
+        self.cfg: LOPDLearnerConfig = ctx.cfg.learner_config
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.cfg.composer_seed)
             self.composer = Composer(ctx.frozen_copy(), ctx.tokenizer, self.cfg.composer).to(ctx.device)

@@ -48,10 +48,11 @@ class OPSDLearner(Learner):
     """On-policy self-distillation from an oracle-conditioned frozen copy of the initial model."""
 
     name = "opsd"
+    Config = OPSDConfig
 
     def __init__(self, ctx: LearnerContext):
         super().__init__(ctx)
-        self.cfg: OPSDConfig = ctx.cfg.opsd
+        self.cfg: OPSDConfig = ctx.cfg.learner_config
         self.teacher = TokenScorer(ctx.frozen_copy())
         self.bank = load_bank(ctx.cfg.bank) if self.cfg.oracle != "reference" else None
         self._env = None

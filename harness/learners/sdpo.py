@@ -57,17 +57,18 @@ class SDPOLearner(Learner):
     """Self-distillation from successful siblings with an EMA teacher."""
 
     name = "sdpo"
+    Config = SDPOConfig
 
     def __init__(self, ctx: LearnerContext):
         super().__init__(ctx)
-        self.cfg: SDPOConfig = ctx.cfg.sdpo
+        self.cfg: SDPOConfig = ctx.cfg.learner_config
         if not 0.0 <= self.cfg.ema_rate <= 1.0:
             raise ValueError("sdpo.ema_rate must lie in [0, 1]")
         self.teacher = TokenScorer(ctx.frozen_copy())
 
     @classmethod
     def group_size(cls, cfg) -> int:
-        return cfg.sdpo.group_size
+        return cfg.learner_config.group_size
 
     def siblings(self, rollouts: list, r: Any) -> list:
         """The successful siblings ``r``'s teacher sees."""

@@ -50,11 +50,12 @@ class SFTLearner(Learner):
     """Supervised fine-tuning on assistant tokens."""
 
     name = "sft"
+    Config = SFTConfig
     uses_rollouts = False
 
     def __init__(self, ctx: LearnerContext):
         super().__init__(ctx)
-        self.cfg: SFTConfig = ctx.cfg.sft
+        self.cfg: SFTConfig = ctx.cfg.learner_config
         self.examples: list[tuple[list[int], list[int]]] = []
         self.dropped = 0
         for messages_or_ep in self._records():
