@@ -7,9 +7,10 @@
    (when fewer than ``min_bank`` succeed, the scripted expert's episodes on training tasks are added,
    and the report says so); cached under ``$LOPD_CACHE_DIR/demo/bank-<key>``;
 3. the LOPD composer is warmed on (retrieved experiences -> successful trajectory) pairs
-   (``lopd coldstart``), cached per composer configuration (``coldstart-<key>.pt``); with
-   ``coldstart_source="referenced"`` the trajectories are the base's successes when it is given its
-   top-1 bank experience as text (cached under ``cstraces-<key>``), so the latents learn to carry it;
+   (:func:`harness.coldstart_run.run_coldstart`, as ``lopd coldstart``), cached per composer
+   configuration (``coldstart-<key>.pt``); with ``coldstart_source="referenced"`` the trajectories
+   are the base's successes when it is given its top-1 bank experience as text (cached under
+   ``cstraces-<key>``), so the latents learn to carry it;
 4. every run (learner + config overrides, per seed) trains on the same tasks at the same
    generation budget and is evaluated on held-out tasks every ``eval_every`` generations
    (:mod:`harness.trainer`); a finished run is reused when its spec is unchanged;
@@ -316,16 +317,15 @@ def coldstart(cfg: DemoConfig, train_cfg: Any, overrides: list[str], bank: Path,
     target = cache / f"coldstart-{key}"
 
     def build(tmp: Path) -> None:
-        import argparse
-
-        from harness.cli.coldstart import run as coldstart_run
+        from harness.coldstart_run import run_coldstart
+        from harness.config import load_config
+        from harness.train_config import TrainConfig
 
         ov = [o for o in overrides if not o.startswith(("run_dir=", "lopd.composer_init="))]
         ov += [f"run_dir={tmp}", f"lopd.coldstart.steps={cfg.coldstart_steps}",
                f"lopd.coldstart.batch_size={cfg.coldstart_batch}", f"lopd.coldstart.lr={cfg.coldstart_lr}",
                f"log.progress={str(cfg.progress).lower()}"]
-        coldstart_run(argparse.Namespace(config=None, overrides=ov, traces=[str(t) for t in traces],
-                                         out=str(tmp / "composer.pt")))
+        run_coldstart(load_config(TrainConfig, None, ov), [str(t) for t in traces], tmp / "composer.pt")
 
     built = build_dir(target, build, "DONE")
     return target / "composer.pt", built
@@ -478,7 +478,7 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
             if spec.learner == "lopd" and tcfg.lopd.composer_init is None and cfg.coldstart_steps > 0:
                 path, built = coldstart(cfg, tcfg, ov, bank, cs_traces, cache)
                 coldstarts[spec.label] = {"path": str(path), "cached": not built}
-                if built:  # the cold-start CLI above named its temporary folder
+                if built:  # the cold start above named its temporary folder
                     _say(cfg, f"[demo] cold start: {path}")
                 ov.append(f"lopd.composer_init={path}")
             jobs.append((spec, seed, run_dir, [f"learner={spec.learner}", *ov]))
