@@ -448,9 +448,6 @@ def run_eval(cfg: EvalRunConfig, engine: Any = None, tokenizer: Any = None,
     then write the summary of everything the directory holds. ``engine``/``tokenizer`` default to
     :func:`build_engine`; SGLang engines (anything but an in-process HFEngine) run episodes on
     ``cfg.concurrency`` threads, others in batches of ``cfg.batch_size``."""
-    from harness.engines import HFEngine, SamplingParams
-    from harness.rollout import RolloutConfig, rollout
-
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     if cfg.n_samples < 1 or (cfg.limit is not None and cfg.limit < 0):
         raise ValueError("n_samples must be >= 1 and limit >= 0")
@@ -471,49 +468,7 @@ def run_eval(cfg: EvalRunConfig, engine: Any = None, tokenizer: Any = None,
         if todo:
             if engine is None:
                 engine, tokenizer = build_engine(cfg)
-            sampling = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k,
-                                      max_new_tokens=cfg.max_new_tokens).validate()
-            rcfg = RolloutConfig(max_turns=cfg.max_turns, max_context_tokens=cfg.max_context_tokens,
-                                 template_kwargs=dict(cfg.template_kwargs))
-            meta = {"run": cfg.run_label(), "model": cfg.model, "engine": cfg.engine}
-
-            def seed_of(p: Pair) -> int | None:
-                return None if cfg.seed is None else pair_seed(cfg.seed, p.env_id, p.task_id, p.sample)
-
-            def play(batch: list[Pair], tok: Any) -> list[Episode]:
-                envs = [pool.take(p.env_id) for p in batch]
-                try:
-                    s0 = seed_of(batch[0])
-                    params = sampling if s0 is None else SamplingParams(**{**asdict(sampling), "seed": s0})
-                    trajs = rollout(envs, engine, tok, sampling=params, seeds=[seed_of(p) for p in batch],
-                                    options=[{"task_id": p.task_id} for p in batch], config=rcfg)
-                    eps = []
-                    for p, env, tr in zip(batch, envs, trajs):
-                        ep = tr.episode
-                        ep.env_id = p.env_id
-                        ep.meta.update(meta, category=p.category, sample=p.sample, task_index=p.task_index,
-                                       verdict=getattr(env, "details", {}))
-                        eps.append(ep)
-                    return eps
-                finally:
-                    for env in envs:
-                        pool.give(env)
-
-            with TraceWriter(out / TRACES) as tw, open(out / VERDICTS, "a", encoding="utf-8") as vf:
-                def save(ep: Episode) -> None:
-                    nonlocal ran
-                    tw.write(ep)
-                    vf.write(json.dumps(verdict_of(ep), ensure_ascii=False) + "\n")
-                    vf.flush()
-                    ran += 1
-                    if ran % max(1, len(todo) // 20) == 0 or ran == len(todo):
-                        log(f"[eval] {ran}/{len(todo)} episodes done")
-
-                if isinstance(engine, HFEngine):
-                    _run_batched(todo, cfg.batch_size, lambda b: play(b, tokenizer), save, failed, log)
-                else:
-                    shared = _LockedTokenizer(tokenizer)  # one lock for all rollout threads
-                    _run_threaded(todo, cfg.concurrency, lambda b: play(b, shared), save, failed, log)
+            ran = _play_and_save(cfg, todo, pool, engine, tokenizer, failed, log)
         final = read_progress(out, repair=False)
         summary = summarize_verdicts(final.verdicts.values())
         summary.update(run=cfg.run_label(), model=cfg.model, engine=cfg.engine, failed=len(failed))
@@ -521,6 +476,70 @@ def run_eval(cfg: EvalRunConfig, engine: Any = None, tokenizer: Any = None,
         return EvalResult(out, len(pairs), len(pairs) - len(todo), ran, failed, summary, progress.notes)
     finally:
         pool.close()
+
+
+def _episode_player(cfg: EvalRunConfig, pool: _EnvPool,
+                    engine: Any) -> Callable[[list[Pair], Any], list[Episode]]:
+    """``play(batch, tokenizer)``: one rollout of the pairs of ``batch`` on envs lent by ``pool``; each
+    episode carries its pair's env id and the run's meta, with the env's verdict details."""
+    from harness.engines import SamplingParams
+    from harness.rollout import RolloutConfig, rollout
+
+    sampling = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k,
+                              max_new_tokens=cfg.max_new_tokens).validate()
+    rcfg = RolloutConfig(max_turns=cfg.max_turns, max_context_tokens=cfg.max_context_tokens,
+                         template_kwargs=dict(cfg.template_kwargs))
+    meta = {"run": cfg.run_label(), "model": cfg.model, "engine": cfg.engine}
+
+    def seed_of(p: Pair) -> int | None:
+        return None if cfg.seed is None else pair_seed(cfg.seed, p.env_id, p.task_id, p.sample)
+
+    def play(batch: list[Pair], tok: Any) -> list[Episode]:
+        envs = [pool.take(p.env_id) for p in batch]
+        try:
+            s0 = seed_of(batch[0])
+            params = sampling if s0 is None else SamplingParams(**{**asdict(sampling), "seed": s0})
+            trajs = rollout(envs, engine, tok, sampling=params, seeds=[seed_of(p) for p in batch],
+                            options=[{"task_id": p.task_id} for p in batch], config=rcfg)
+            eps = []
+            for p, env, tr in zip(batch, envs, trajs):
+                ep = tr.episode
+                ep.env_id = p.env_id
+                ep.meta.update(meta, category=p.category, sample=p.sample, task_index=p.task_index,
+                               verdict=getattr(env, "details", {}))
+                eps.append(ep)
+            return eps
+        finally:
+            for env in envs:
+                pool.give(env)
+
+    return play
+
+
+def _play_and_save(cfg: EvalRunConfig, todo: list[Pair], pool: _EnvPool, engine: Any, tokenizer: Any,
+                   failed: list, log: Callable[[str], None]) -> int:
+    """Play ``todo`` (batched on an HFEngine, else threaded), appending each episode's trace and verdict
+    to ``cfg.out`` as it finishes; failures go to ``failed``. Returns the episodes saved."""
+    from harness.engines import HFEngine
+
+    play = _episode_player(cfg, pool, engine)
+    out, ran = Path(cfg.out), 0
+    with TraceWriter(out / TRACES) as tw, open(out / VERDICTS, "a", encoding="utf-8") as vf:
+        def save(ep: Episode) -> None:
+            nonlocal ran
+            tw.write(ep)
+            vf.write(json.dumps(verdict_of(ep), ensure_ascii=False) + "\n")
+            vf.flush()
+            ran += 1
+            if ran % max(1, len(todo) // 20) == 0 or ran == len(todo):
+                log(f"[eval] {ran}/{len(todo)} episodes done")
+
+        if isinstance(engine, HFEngine):
+            _run_batched(todo, cfg.batch_size, lambda b: play(b, tokenizer), save, failed, log)
+        else:
+            shared = _LockedTokenizer(tokenizer)  # one lock for all rollout threads
+            _run_threaded(todo, cfg.concurrency, lambda b: play(b, shared), save, failed, log)
+    return ran
 
 
 def _fatal(e: BaseException) -> bool:
