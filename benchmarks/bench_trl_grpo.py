@@ -69,7 +69,7 @@ def run_ours(args: argparse.Namespace) -> dict:
     n_tasks = args.batch // args.group
     cfg = load_config(TrainConfig, None, [
         "learner=grpo", f"run_dir={args.work}/ours", f"env.id={args.env}", f"rollouts_per_step={args.batch}",
-        f"grpo.group_size={args.group}", f"sampling.max_new_tokens={args.completion}", "rollout.max_turns=1",
+        f"group_size={args.group}", f"sampling.max_new_tokens={args.completion}", "rollout.max_turns=1",
         f"optim.lr={args.lr}", "optim.grad_clip=1.0", "optim.weight_decay=0.0", "log.progress=false",
         "log.traces=false", "eval.at_start=false", "eval.at_end=false", "eval.every_generations=0",
         "checkpoint.every_steps=0", "checkpoint.resume=false", f"env.max_train_tasks={n_tasks * (args.steps + 1)}"])

@@ -148,7 +148,7 @@ class Trainer:
                                   run_dir=self.run_dir, full_state=self.full_state, template=self.template)
         learner_cls = get_learner(cfg.learner)
         self.learner = learner_cls(self.ctx)
-        self.group = 1 if not learner_cls.uses_rollouts else (cfg.group_size or learner_cls.group_size(cfg))
+        self.group = 1 if not learner_cls.uses_rollouts else (cfg.group_size or learner_cls.default_group_size)
         if cfg.rollouts_per_step % self.group:
             raise ValueError(f"rollouts_per_step={cfg.rollouts_per_step} is not a multiple of the group size {self.group}")
         items = self.learner.dataset_ids() if not learner_cls.uses_rollouts else self.train_ids

@@ -39,8 +39,6 @@ class DistillConfig:
 class GRPOLossConfig:
     """GRPO's loss: group-normalised advantages, PPO clip, optional KL to the reference."""
 
-    group_size: int = 4
-    """Rollouts per task (G)."""
     clip_low: float = 0.2
     """PPO ratio lower clip: the ratio is clipped to >= 1 - clip_low."""
     clip_high: float = 0.2

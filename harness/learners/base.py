@@ -217,16 +217,13 @@ class Learner(ABC):
     """The learner's name, and the name of its section in a train config (``grpo:``)."""
     Config: ClassVar[type | None] = None
     """The dataclass of the learner's section (``ctx.cfg.learner_config``); None: it takes none."""
+    default_group_size: ClassVar[int] = 1
+    """Rollouts per task in a step when the train config does not set ``group_size``."""
     uses_rollouts: ClassVar[bool] = True
     """False for offline learners (SFT), which train on dataset examples instead of rollouts."""
 
     def __init__(self, ctx: LearnerContext):
         self.ctx = ctx
-
-    @classmethod
-    def group_size(cls, cfg: TrainConfig) -> int:
-        """Rollouts per task in a step when the config does not set ``group_size``."""
-        return 1
 
     @abstractmethod
     def train_step(self, batch: StepBatch) -> dict[str, float]:

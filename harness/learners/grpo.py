@@ -41,6 +41,7 @@ class GRPOLearner(Learner):
 
     name = "grpo"
     Config = GRPOConfig
+    default_group_size = 4
 
     def __init__(self, ctx: LearnerContext):
         super().__init__(ctx)
@@ -48,10 +49,6 @@ class GRPOLearner(Learner):
         if self.cfg.ppo_epochs < 1:
             raise ValueError("grpo.ppo_epochs must be >= 1")
         self.ref = TokenScorer(ctx.frozen_copy()) if self.cfg.kl_coef else None
-
-    @classmethod
-    def group_size(cls, cfg) -> int:
-        return cfg.learner_config.group_size
 
     def train_step(self, batch: StepBatch) -> dict[str, float]:
         ctx, cfg, timer = self.ctx, self.cfg, Timer()

@@ -35,8 +35,6 @@ DEFAULT_SDPO_FRAMING = ("{task}\n\nA successful attempt at this same task, for r
 class SDPOConfig:
     """SDPO's sibling context, EMA teacher and loss."""
 
-    group_size: int = 4
-    """Rollouts per task (G); siblings come from the same group."""
     distill: DistillConfig = field(default_factory=DistillConfig)
     """Reverse KL over the teacher's top-k (20) + a tail bucket."""
     ema_rate: float = 0.05
@@ -58,6 +56,7 @@ class SDPOLearner(Learner):
 
     name = "sdpo"
     Config = SDPOConfig
+    default_group_size = 4  # siblings come from the same group
 
     def __init__(self, ctx: LearnerContext):
         super().__init__(ctx)
@@ -65,10 +64,6 @@ class SDPOLearner(Learner):
         if not 0.0 <= self.cfg.ema_rate <= 1.0:
             raise ValueError("sdpo.ema_rate must lie in [0, 1]")
         self.teacher = TokenScorer(ctx.frozen_copy())
-
-    @classmethod
-    def group_size(cls, cfg) -> int:
-        return cfg.learner_config.group_size
 
     def siblings(self, rollouts: list, r: Any) -> list:
         """The successful siblings ``r``'s teacher sees."""
