@@ -43,7 +43,7 @@ def probe(base_dir: str, bank_dir: str, composers: list[str], n_tasks: int = 60,
     """The report dict: ``conditions`` (reward and full-pass rate each), ``top1_same_template``."""
     from harness.config import load_config
     from harness.engines import EmbedOverride, HFEngine, SamplingParams
-    from harness.learners.lopd import latent_teacher_prompt
+    from harness.learners.latent_teacher import latent_teacher_prompt
     from harness.learners.privileged import HashingEmbedder
     from harness.rollout import RolloutConfig, rollout
     from harness.train_config import TrainConfig

@@ -14,15 +14,14 @@ Per step (the paper's method; every number is a config field, so ablations need 
 
 One teacher forward per micro-batch serves both losses: detached for the student, with
 gradients (into the latents only) for the composer. A task's rollouts share a micro-batch, where
-its latents are encoded, so one backward per micro-batch runs through teacher and encoder and
-memory stays bounded by the micro-batch. Cold start: ``lopd coldstart`` writes the warmed composer that ``lopd.composer_init``
-loads (it is also the anchor c_phi0).
+its latents are encoded, so memory stays bounded by the micro-batch. ``lopd coldstart`` writes the
+warmed composer that ``lopd.composer_init`` loads (it is also the anchor c_phi0). The plain-maths
+version of one step, without micro-batches or caches: ``lopd_reference.py``.
 
-Cost: the composer's work is per task, so a task's G rollouts (``group_size``; LOPD's default is
-1, i.e. 32 tasks a step; 4 is GRPO's 8 x 4 layout) share one retrieval, one encoding with
-gradients and one anchor encoding (cached across steps). The teacher's prompt before the first
-latent runs once per distinct prefix (an env's system prompt) without a graph. Step cost against
-GRPO under both layouts: benchmarks/RESULTS.md, "Learners".
+Cost: a task's G rollouts (``group_size``; LOPD's default is 1, i.e. 32 tasks a step) share one
+retrieval, one encoding with gradients and one (cached) anchor encoding; the teacher's prompt
+before the first latent runs once per distinct prefix (``latent_teacher.py``). Step cost against
+GRPO: benchmarks/RESULTS.md, "Learners".
 """
 
 from __future__ import annotations
@@ -35,12 +34,13 @@ import torch
 
 from harness.distributed import sum_floats, sync_gradients
 from harness.learners.base import Learner, LearnerContext, StepBatch
-from harness.learners.common import Timer, logits_at, pad_id, pad_rows, prompt_messages, seq_count
+from harness.learners.common import Timer, pad_id, pad_rows, seq_count
+from harness.learners.latent_teacher import latent_teacher_logits, latent_teacher_prompt
 from harness.learners.privileged import grow_bank, load_bank, make_embedder
 from lopd.coldstart import clip_composer_grads
 from lopd.composer import Composer
 from lopd.config import LOPDConfig
-from lopd.latent import DEFAULT_FRAMING, LatentError, encode_with_latents, frame_user_message, inject_batch
+from lopd.latent import DEFAULT_FRAMING
 from lopd.losses import distill_per_token, masked_sum, reduce_tokens, teacher_topk
 from lopd.margin import DualVariable, composer_loss, composer_terms
 from lopd.supervision import align_supervision
@@ -60,57 +60,7 @@ class LOPDLearnerConfig(LOPDConfig):
     """Seed of the QFormer's and LoRA's initialisation."""
 
 
-def latent_teacher_prompt(tokenizer: Any, episode: Any, n_latents: int, framing: str,
-                          template_kwargs: dict[str, Any]) -> tuple[list[int], list[int]] | None:
-    """(teacher prompt ids with ``n_latents`` placeholders, their positions); None when the task
-    text itself holds the sentinel (then the teacher sees the plain prompt)."""
-    msgs = prompt_messages(episode)
-    for m in msgs:
-        if m.get("role") == "user":
-            try:
-                m["content"] = frame_user_message(str(m.get("content") or ""), framing=framing)
-            except LatentError:
-                return None
-            break
-    text = tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True, **template_kwargs)
-    enc = encode_with_latents(tokenizer, text, n_latents)
-    return enc.ids, enc.positions
-
-
-def _new_cache(config: Any) -> Any:
-    from transformers import DynamicCache
-
-    try:
-        return DynamicCache(config=config)
-    except TypeError:  # older transformers
-        return DynamicCache()
-
-
-def _distinct_rows(prefix: torch.Tensor) -> tuple[list[int], list[int]]:
-    """(index of the first row of each distinct row of ``prefix`` [B, L], each row's distinct index).
-
-    >>> _distinct_rows(torch.tensor([[1, 2], [3, 4], [1, 2]]))
-    ([0, 1], [0, 1, 0])
-    """
-    seen: dict[tuple[int, ...], int] = {}
-    rep, inv = [], []
-    for i, row in enumerate(prefix.tolist()):
-        j = seen.setdefault(tuple(row), len(rep))
-        if j == len(rep):
-            rep.append(i)
-        inv.append(j)
-    return rep, inv
-
-
-def _cache_kw(decoder: Any) -> str:
-    """transformers 5 names the KV-cache argument ``cache``; 4.x ``past_key_values``."""
-    import inspect
-
-    return "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"
-
-
-_SUMS = ("kl_tok", "c_loss", "c_kl", "delta", "delta_w", "count", "anchor")
-"""Per-micro-batch sums a step adds up over ranks (besides the student's loss)."""
+_SUMS = ("kl_tok", "c_loss", "c_kl", "delta", "delta_w", "count", "anchor")  # per micro-batch, added over ranks
 
 
 @dataclass
@@ -161,41 +111,6 @@ class LOPDLearner(Learner):
         hits = self.bank.search([t.prompt for t in tasks], k=self.cfg.n_retrieved, env=self.ctx.env_id,
                                 task_ids=[t.task_id for t in tasks], exclude_self=not self.cfg.allow_self_retrieval)
         return [[h.experience.text for h in row] for row in hits]
-
-    def teacher_logits(self, ids: torch.Tensor, attn: torch.Tensor, positions: list[list[int]],
-                       latents: list[torch.Tensor | None], at: torch.Tensor,
-                       at_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """The frozen teacher's logits [B, N, V] at ``at`` (``at_mask``: which entries are real),
-        latents spliced in (grads reach them).
-
-        The activations before the first latent do not depend on the composer, so with gradients on
-        they are computed without a graph and enter as a KV cache: the same logits and latent
-        gradients, with backward work only over the tokens from the first latent on. Rows that start
-        with the same tokens up to there (an env's system prompt and tools) share one run of that
-        prefix, its cache copied to each of them.
-        """
-        embeds = inject_batch(self.composer.input_embeddings()(ids), positions, latents)
-        real = at[at_mask.to(at.device)] if at_mask is not None else at.reshape(-1)
-        split = min([p[0] for p in positions if p] + [int(real.min()) if real.numel() else 0, ids.shape[1] - 1])
-        rep, inv = _distinct_rows(ids[:, :split]) if split > 1 and bool(attn[:, :split].all()) else (None, None)
-        shared = rep is not None and len(rep) < ids.shape[0]
-        with self.composer.teacher_mode() as lm:
-            dec = lm.get_decoder()
-            if split > 1 and (torch.is_grad_enabled() or shared):
-                cache = _new_cache(lm.config)
-                pre = torch.tensor(rep, device=ids.device) if shared else slice(None)
-                with torch.no_grad():
-                    dec(inputs_embeds=embeds[pre, :split], attention_mask=attn[pre, :split], use_cache=True,
-                        **{_cache_kw(dec): cache})
-                if shared:
-                    cache.reorder_cache(torch.tensor(inv, device=ids.device))  # one prefix row per batch row
-                pos = torch.arange(split, ids.shape[1], device=ids.device).unsqueeze(0).expand(ids.shape[0], -1)
-                h = dec(inputs_embeds=embeds[:, split:], attention_mask=attn, position_ids=pos, use_cache=True,
-                        **{_cache_kw(dec): cache}).last_hidden_state
-                at = (at - split).clamp_min(0)  # padded entries of `at` (at_mask False) are 0
-            else:
-                h = dec(inputs_embeds=embeds, attention_mask=attn, use_cache=False).last_hidden_state
-            return logits_at(lm, h, at)
 
     def train_step(self, batch: StepBatch) -> dict[str, float]:
         ctx, timer, rs = self.ctx, Timer(), batch.rollouts
@@ -256,8 +171,8 @@ class LOPDLearner(Learner):
         mask, targets, pid = al.mask.to(ctx.device), al.targets.to(ctx.device), pad_id(ctx.tokenizer)
         with timer("teacher"), torch.set_grad_enabled(cfg.train_composer):
             t_ids, t_attn = pad_rows([step.t_rows[i] for i in idx], pid, ctx.device)
-            t_logits = self.teacher_logits(t_ids, t_attn, [step.t_pos[i] for i in idx],
-                                           [x if x.numel() else None for x in lats], al.teacher_pos, al.mask)
+            t_logits = latent_teacher_logits(self.composer, t_ids, t_attn, [step.t_pos[i] for i in idx],
+                                             [x if x.numel() else None for x in lats], al.teacher_pos, al.mask)
             top_ids, top_logp = teacher_topk(t_logits.detach(), cfg.distill.top_k)
         with timer("student"):
             s_ids, s_attn = pad_rows([step.s_rows[i] for i in idx], pid, ctx.device)

@@ -41,7 +41,8 @@ from torch import Tensor, nn
 
 from harness.learners.base import Rollout, StepBatch
 from harness.learners.common import pad_id, pad_rows
-from harness.learners.lopd import LOPDLearner, LOPDLearnerConfig, latent_teacher_prompt
+from harness.learners.latent_teacher import latent_teacher_prompt
+from harness.learners.lopd import LOPDLearner, LOPDLearnerConfig
 from lopd.composer import Composer
 from lopd.latent import inject_batch
 from lopd.losses import distill_per_token, reduce_tokens, teacher_topk, upcast

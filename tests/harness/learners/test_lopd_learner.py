@@ -6,7 +6,7 @@ import pytest
 import torch
 from learner_fixtures import make_trainer
 
-from harness.learners.lopd import latent_teacher_prompt
+from harness.learners.latent_teacher import latent_teacher_logits, latent_teacher_prompt
 from lopd.latent import LATENT_SENTINEL, placeholder_token_id
 
 
@@ -103,12 +103,13 @@ def test_teacher_prefix_without_graph_gives_the_same_logits_and_latent_gradients
     for ids, at, n_prefix in cases:
         leaf = lat.clone().requires_grad_(True)
         prefix_rows.clear()
-        split = lrn.teacher_logits(ids, attn, pos, [leaf] * len(rows), at)  # grads on: prefix as a KV cache
+        # grads on: the prefix enters as a KV cache
+        split = latent_teacher_logits(lrn.composer, ids, attn, pos, [leaf] * len(rows), at)
         assert prefix_rows[0] == n_prefix  # each distinct prefix runs once
         with torch.no_grad():  # without gradients the shared prefix is still run once, with the same logits
             prefix_rows.clear()
-            torch.testing.assert_close(lrn.teacher_logits(ids, attn, pos, [leaf] * len(rows), at), split.detach(),
-                                       atol=1e-5, rtol=1e-5)
+            again = latent_teacher_logits(lrn.composer, ids, attn, pos, [leaf] * len(rows), at)
+            torch.testing.assert_close(again, split.detach(), atol=1e-5, rtol=1e-5)
             assert prefix_rows == ([n_prefix, len(rows)] if n_prefix < len(rows) else [len(rows)])
         split.sum().backward()
         ref_leaf = lat.clone().requires_grad_(True)
@@ -135,7 +136,7 @@ def test_teacher_prefix_without_graph_gives_the_same_logits_and_latent_gradients
 def test_module_doctests():
     import doctest
 
-    import harness.learners.lopd as mod
+    import harness.learners.latent_teacher as mod
 
     result = doctest.testmod(mod)
     assert result.failed == 0 and result.attempted > 0

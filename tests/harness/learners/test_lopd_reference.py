@@ -7,7 +7,7 @@ import torch
 from learner_fixtures import make_trainer
 
 from envs.core import Task
-from harness.learners.lopd import latent_teacher_prompt
+from harness.learners.latent_teacher import latent_teacher_prompt
 from harness.learners.lopd_reference import reference_step_of
 
 # Tolerances, from the arithmetic. The whole step runs in float64 (unit roundoff U). The learner

@@ -1,0 +1,101 @@
+"""LOPD's latent teacher: its prompt with latent placeholders, and its forward with latents spliced in.
+
+The teacher is the composer's frozen backbone (adapter disabled). Its forward is the hot path of an
+LOPD step, so it runs the prompt before the first latent once per distinct prefix, without a graph,
+as a KV cache (``lopd_reference.py`` computes the same logits with one plain forward).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from harness.learners.common import logits_at, prompt_messages
+from lopd.composer import Composer
+from lopd.latent import LatentError, encode_with_latents, frame_user_message, inject_batch
+
+
+def latent_teacher_prompt(tokenizer: Any, episode: Any, n_latents: int, framing: str,
+                          template_kwargs: dict[str, Any]) -> tuple[list[int], list[int]] | None:
+    """(teacher prompt ids with ``n_latents`` placeholders, their positions); None when the task
+    text itself holds the sentinel (then the teacher sees the plain prompt)."""
+    msgs = prompt_messages(episode)
+    for m in msgs:
+        if m.get("role") == "user":
+            try:
+                m["content"] = frame_user_message(str(m.get("content") or ""), framing=framing)
+            except LatentError:
+                return None
+            break
+    text = tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True, **template_kwargs)
+    enc = encode_with_latents(tokenizer, text, n_latents)
+    return enc.ids, enc.positions
+
+
+def _new_cache(config: Any) -> Any:
+    from transformers import DynamicCache
+
+    try:
+        return DynamicCache(config=config)
+    except TypeError:  # older transformers
+        return DynamicCache()
+
+
+def _distinct_rows(prefix: torch.Tensor) -> tuple[list[int], list[int]]:
+    """(index of the first row of each distinct row of ``prefix`` [B, L], each row's distinct index).
+
+    >>> _distinct_rows(torch.tensor([[1, 2], [3, 4], [1, 2]]))
+    ([0, 1], [0, 1, 0])
+    """
+    seen: dict[tuple[int, ...], int] = {}
+    rep, inv = [], []
+    for i, row in enumerate(prefix.tolist()):
+        j = seen.setdefault(tuple(row), len(rep))
+        if j == len(rep):
+            rep.append(i)
+        inv.append(j)
+    return rep, inv
+
+
+def _cache_kw(decoder: Any) -> str:
+    """transformers 5 names the KV-cache argument ``cache``; 4.x ``past_key_values``."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"
+
+
+def latent_teacher_logits(composer: Composer, ids: torch.Tensor, attn: torch.Tensor, positions: list[list[int]],
+                          latents: list[torch.Tensor | None], at: torch.Tensor,
+                          at_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """The composer's frozen teacher's logits [B, N, V] at ``at`` (``at_mask``: which entries are real),
+    latents spliced in (grads reach them).
+
+    The activations before the first latent do not depend on the composer, so with gradients on
+    they are computed without a graph and enter as a KV cache: the same logits and latent
+    gradients, with backward work only over the tokens from the first latent on. Rows that start
+    with the same tokens up to there (an env's system prompt and tools) share one run of that
+    prefix, its cache copied to each of them.
+    """
+    embeds = inject_batch(composer.input_embeddings()(ids), positions, latents)
+    real = at[at_mask.to(at.device)] if at_mask is not None else at.reshape(-1)
+    split = min([p[0] for p in positions if p] + [int(real.min()) if real.numel() else 0, ids.shape[1] - 1])
+    rep, inv = _distinct_rows(ids[:, :split]) if split > 1 and bool(attn[:, :split].all()) else (None, None)
+    shared = rep is not None and len(rep) < ids.shape[0]
+    with composer.teacher_mode() as lm:
+        dec = lm.get_decoder()
+        if split > 1 and (torch.is_grad_enabled() or shared):
+            cache = _new_cache(lm.config)
+            pre = torch.tensor(rep, device=ids.device) if shared else slice(None)
+            with torch.no_grad():
+                dec(inputs_embeds=embeds[pre, :split], attention_mask=attn[pre, :split], use_cache=True,
+                    **{_cache_kw(dec): cache})
+            if shared:
+                cache.reorder_cache(torch.tensor(inv, device=ids.device))  # one prefix row per batch row
+            pos = torch.arange(split, ids.shape[1], device=ids.device).unsqueeze(0).expand(ids.shape[0], -1)
+            h = dec(inputs_embeds=embeds[:, split:], attention_mask=attn, position_ids=pos, use_cache=True,
+                    **{_cache_kw(dec): cache}).last_hidden_state
+            at = (at - split).clamp_min(0)  # padded entries of `at` (at_mask False) are 0
+        else:
+            h = dec(inputs_embeds=embeds, attention_mask=attn, use_cache=False).last_hidden_state
+        return logits_at(lm, h, at)
