@@ -13,7 +13,7 @@ beyond rounding:
 - anchor latents c_phi0 cached across steps, instead of encoded afresh here;
 - sums over ranks (``harness.distributed``), where this file sees the whole step.
 
-One step (METHOD.md), with every number from ``cfg`` (a :class:`~harness.learners.lopd.LOPDLearnerConfig`):
+One step (the paper's method), with every number from ``cfg`` (a :class:`~harness.learners.lopd.LOPDLearnerConfig`):
 
 1. retrieve each task's top experiences from the bank;
 2. build each rollout's teacher row: its prompt with a run of latent placeholders framed into
