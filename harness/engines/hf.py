@@ -50,6 +50,20 @@ class _KVState:
     overrides: list[EmbedOverride | None]
 
 
+@dataclass
+class _Decoded:
+    """What one generate call has sampled so far, per row."""
+
+    ids: list[list[int]]
+    logprobs: list[list[float]]
+    reason: list[str | None]  # "stop" or "length" once the row has finished
+    matched: list[int | str | None]  # the stop token or stop string that finished it
+
+    @classmethod
+    def empty(cls, b: int) -> _Decoded:
+        return cls([[] for _ in range(b)], [[] for _ in range(b)], [None] * b, [None] * b)
+
+
 def _same_override(a: EmbedOverride | None, b: EmbedOverride | None) -> bool:
     if a is None or b is None:
         return a is None and b is None
@@ -154,15 +168,32 @@ class HFEngine(Engine):
 
     def _generate(self, prompts: list[list[int]], params: SamplingParams,
                   ovs: list[EmbedOverride | None]) -> list[GenerationOutput]:
-        dev = self.device
-        b = len(prompts)
+        cache, mask, logits, reused = self._start(prompts, ovs)
+        gen, stop_tensor, tail = self._decode_setup(params)
+        dec = _Decoded.empty(len(prompts))
+        active = torch.ones(len(prompts), dtype=torch.bool, device=self.device)
+        positions = mask.long().sum(-1) - 1  # position of each row's last real token
+        for step in range(params.max_new_tokens):
+            nxt, chosen_lp, hit_stop = self._next_tokens(logits, params, gen, stop_tensor, active)
+            self._record(dec, nxt, chosen_lp, hit_stop, active, params, tail)
+            if not bool(active.any()) or step == params.max_new_tokens - 1:
+                break
+            logits, mask, positions = self._decode_step(cache, mask, positions, nxt, active)
+        return self._finish(prompts, ovs, dec, cache, mask, reused)
+
+    def _start(self, prompts: list[list[int]], ovs: list[EmbedOverride | None]):
+        """``(cache, mask, last logits, reused prompt tokens per row)``: the kept cache extended when
+        every prompt extends one of its rows, else a fresh prefill."""
         rows = self._match_prefix(prompts, ovs) if self.prefix_cache else None
         if rows is not None:
-            cache, mask, logits, reused = self._extend(prompts, rows)
-        else:
-            self._kv = None  # free the old cache before building a new one
-            cache, mask, logits = self._prefill(prompts, ovs)
-            reused = [0] * b
+            return self._extend(prompts, rows)
+        self._kv = None  # free the old cache before building a new one
+        cache, mask, logits = self._prefill(prompts, ovs)
+        return cache, mask, logits, [0] * len(prompts)
+
+    def _decode_setup(self, params: SamplingParams) -> tuple[Any, torch.Tensor | None, int]:
+        """``(torch generator or None, stop-token ids or None, output chars searched for stop strings)``."""
+        dev = self.device
         gen = None
         if params.seed is not None:
             gen = torch.Generator(device=dev)
@@ -172,56 +203,67 @@ class HFEngine(Engine):
         if params.stop and self.tokenizer is None:
             raise EngineError("stop strings need a tokenizer; pass one to HFEngine")
         tail = max((len(s) for s in params.stop), default=0) + 8
-        out_ids: list[list[int]] = [[] for _ in range(b)]
-        out_lp: list[list[float]] = [[] for _ in range(b)]
-        reason: list[str | None] = [None] * b
-        matched: list[int | str | None] = [None] * b
-        active = torch.ones(b, dtype=torch.bool, device=dev)
-        positions = mask.long().sum(-1) - 1  # position of each row's last real token
-        for step in range(params.max_new_tokens):
-            logits = upcast(logits)
-            logp = torch.log_softmax(logits, dim=-1)
-            nxt = self._sample(logits, logp, params, gen)
-            chosen_lp = logp.gather(-1, nxt[:, None])[:, 0]
-            hit_stop = torch.isin(nxt, stop_tensor) if len(stop_ids) else torch.zeros_like(active)
-            nxt_l, lp_l, hit_l, act_l = nxt.tolist(), chosen_lp.tolist(), hit_stop.tolist(), active.tolist()
-            for i in range(b):
-                if not act_l[i]:
-                    continue
-                out_ids[i].append(nxt_l[i])
-                out_lp[i].append(lp_l[i])
-                if hit_l[i]:
-                    reason[i], matched[i] = "stop", nxt_l[i]
-                elif params.stop:
-                    text = self.tokenizer.decode(out_ids[i][-tail:], skip_special_tokens=False)
-                    for s in params.stop:
-                        if s in text:
-                            reason[i], matched[i] = "stop", s
-                            break
-                if reason[i] is None and len(out_ids[i]) >= params.max_new_tokens:
-                    reason[i] = "length"
-                if reason[i] is not None:
-                    active[i] = False
-            if not bool(active.any()) or step == params.max_new_tokens - 1:
-                break
-            # Finished rows get a masked pad column so the batch stays rectangular.
-            feed = torch.where(active, nxt, torch.full_like(nxt, self.pad_id))
-            positions = positions + active.long()
-            mask = torch.cat([mask, active[:, None].to(mask.dtype)], dim=1)
-            out = self.model(input_ids=feed[:, None], attention_mask=mask, position_ids=positions[:, None],
-                             use_cache=True, logits_to_keep=1, **{self._cache_kw: cache})
-            logits = out.logits[:, -1]
+        return gen, (stop_tensor if len(stop_ids) else None), tail
+
+    def _next_tokens(self, logits: torch.Tensor, params: SamplingParams, gen: torch.Generator | None,
+                     stop_tensor: torch.Tensor | None, active: torch.Tensor):
+        """``(next token, its log-prob, whether it is a stop token)`` per row, from the last logits."""
+        logits = upcast(logits)
+        logp = torch.log_softmax(logits, dim=-1)
+        nxt = self._sample(logits, logp, params, gen)
+        chosen_lp = logp.gather(-1, nxt[:, None])[:, 0]
+        hit_stop = torch.isin(nxt, stop_tensor) if stop_tensor is not None else torch.zeros_like(active)
+        return nxt, chosen_lp, hit_stop
+
+    def _record(self, dec: _Decoded, nxt: torch.Tensor, chosen_lp: torch.Tensor, hit_stop: torch.Tensor,
+                active: torch.Tensor, params: SamplingParams, tail: int) -> None:
+        """Append this step's token to every active row; a row that stops (stop token, stop string or
+        length) records why and leaves ``active``."""
+        out_ids, out_lp, reason, matched = dec.ids, dec.logprobs, dec.reason, dec.matched
+        nxt_l, lp_l, hit_l, act_l = nxt.tolist(), chosen_lp.tolist(), hit_stop.tolist(), active.tolist()
+        for i in range(len(out_ids)):
+            if not act_l[i]:
+                continue
+            out_ids[i].append(nxt_l[i])
+            out_lp[i].append(lp_l[i])
+            if hit_l[i]:
+                reason[i], matched[i] = "stop", nxt_l[i]
+            elif params.stop:
+                text = self.tokenizer.decode(out_ids[i][-tail:], skip_special_tokens=False)
+                for s in params.stop:
+                    if s in text:
+                        reason[i], matched[i] = "stop", s
+                        break
+            if reason[i] is None and len(out_ids[i]) >= params.max_new_tokens:
+                reason[i] = "length"
+            if reason[i] is not None:
+                active[i] = False
+
+    def _decode_step(self, cache: DynamicCache, mask: torch.Tensor, positions: torch.Tensor,
+                     nxt: torch.Tensor, active: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Feed the sampled tokens through the cache: ``(next logits, mask, positions)``."""
+        # Finished rows get a masked pad column so the batch stays rectangular.
+        feed = torch.where(active, nxt, torch.full_like(nxt, self.pad_id))
+        positions = positions + active.long()
+        mask = torch.cat([mask, active[:, None].to(mask.dtype)], dim=1)
+        out = self.model(input_ids=feed[:, None], attention_mask=mask, position_ids=positions[:, None],
+                         use_cache=True, logits_to_keep=1, **{self._cache_kw: cache})
+        return out.logits[:, -1], mask, positions
+
+    def _finish(self, prompts: list[list[int]], ovs: list[EmbedOverride | None], dec: _Decoded,
+                cache: DynamicCache, mask: torch.Tensor, reused: list[int]) -> list[GenerationOutput]:
+        """Keep the cache for the next call (prefix reuse) and build the outputs."""
         if self.prefix_cache:
             # Cached columns hold every prompt token and every sampled token but the last one.
-            kept = [p + o[:-1] for p, o in zip(prompts, out_ids)]
+            kept = [p + o[:-1] for p, o in zip(prompts, dec.ids)]
             self._kv = _KVState(cache, mask, kept, ovs)
         else:
             self._kv = None
         results = []
-        for i in range(b):
-            text = self.tokenizer.decode(out_ids[i], skip_special_tokens=False) if self.tokenizer else None
-            results.append(GenerationOutput(out_ids[i], out_lp[i], reason[i] or "length", matched[i], text,
-                                            prompt_len=len(prompts[i]), cached_prompt_tokens=reused[i]))
+        for i, ids in enumerate(dec.ids):
+            text = self.tokenizer.decode(ids, skip_special_tokens=False) if self.tokenizer else None
+            results.append(GenerationOutput(ids, dec.logprobs[i], dec.reason[i] or "length", dec.matched[i],
+                                            text, prompt_len=len(prompts[i]), cached_prompt_tokens=reused[i]))
         return results
 
     def _sample(self, logits: torch.Tensor, logp: torch.Tensor, params: SamplingParams,
