@@ -251,21 +251,8 @@ def pretrain(model: torch.nn.Module, examples: Sequence[Example], cfg: PretrainC
              pad_id: int = 0) -> PretrainResult:
     """Fit ``model`` on ``examples`` in place (masked next-token CE, AdamW, cosine schedule)."""
     cfg = cfg or PretrainConfig()
-    if cfg.context_weight < 0:
-        raise ValueError(f"context_weight must be >= 0, got {cfg.context_weight}")
-    if cfg.epochs <= 0:
-        raise ValueError(f"epochs must be > 0, got {cfg.epochs}")
-    kept = [e for e in examples if len(e) <= cfg.max_len and e.n_supervised > 0]
+    kept, plan = _batch_plan(examples, cfg)
     result = PretrainResult(steps=0, dropped=len(examples) - len(kept))
-    if not kept:
-        raise ValueError("no example to train on (all empty or longer than max_len)")
-    rng = random.Random(f"pretrain:{cfg.seed}")
-    lengths = [len(e) for e in kept]
-    plan: list[list[int]] = []
-    for _ in range(math.ceil(cfg.epochs)):
-        plan += length_batches(lengths, cfg.batch_tokens, cfg.max_batch_size, rng)
-    per_epoch = len(plan) // math.ceil(cfg.epochs)
-    plan = plan[: max(1, round(per_epoch * cfg.epochs))]
     opt = torch.optim.AdamW(_param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=cfg.betas)
     old_threads = torch.get_num_threads()
     if cfg.threads > 0:
@@ -281,18 +268,8 @@ def pretrain(model: torch.nn.Module, examples: Sequence[Example], cfg: PretrainC
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg.seed)
             for step, idx in enumerate(plan):
-                for g in opt.param_groups:
-                    g["lr"] = lr_at(step, len(plan), cfg)
                 batch = [kept[i] for i in idx]
-                nll, n, c_nll, c_n = split_nll(model, *collate(batch, pad_id), context=cfg.context_weight > 0)
-                loss = nll / max(n, 1)
-                total = loss + cfg.context_weight * c_nll / max(c_n, 1) if cfg.context_weight > 0 else loss
-                opt.zero_grad(set_to_none=True)
-                total.backward()
-                if cfg.grad_clip > 0:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-                opt.step()
-                value = float(loss.detach())
+                value, n = _train_step(model, opt, batch, lr_at(step, len(plan), cfg), cfg, pad_id)
                 if not math.isfinite(value):
                     raise FloatingPointError(f"pretraining loss became {value} at step {step}")
                 result.losses.append(value)
@@ -311,3 +288,39 @@ def pretrain(model: torch.nn.Module, examples: Sequence[Example], cfg: PretrainC
     result.seconds = time.perf_counter() - t0
     result.cpu_seconds = time.process_time() - c0
     return result
+
+
+def _batch_plan(examples: Sequence[Example], cfg: PretrainConfig) -> tuple[list[Example], list[list[int]]]:
+    """The trainable examples (fitting ``max_len``, with a supervised token) and the batches of their
+    indices, ``cfg.epochs`` passes of length-bucketed batches (a fractional last pass cut short)."""
+    if cfg.context_weight < 0:
+        raise ValueError(f"context_weight must be >= 0, got {cfg.context_weight}")
+    if cfg.epochs <= 0:
+        raise ValueError(f"epochs must be > 0, got {cfg.epochs}")
+    kept = [e for e in examples if len(e) <= cfg.max_len and e.n_supervised > 0]
+    if not kept:
+        raise ValueError("no example to train on (all empty or longer than max_len)")
+    rng = random.Random(f"pretrain:{cfg.seed}")
+    lengths = [len(e) for e in kept]
+    plan: list[list[int]] = []
+    for _ in range(math.ceil(cfg.epochs)):
+        plan += length_batches(lengths, cfg.batch_tokens, cfg.max_batch_size, rng)
+    per_epoch = len(plan) // math.ceil(cfg.epochs)
+    return kept, plan[: max(1, round(per_epoch * cfg.epochs))]
+
+
+def _train_step(model: torch.nn.Module, opt: torch.optim.Optimizer, batch: list[Example], lr: float,
+                cfg: PretrainConfig, pad_id: int) -> tuple[float, int]:
+    """One AdamW step at ``lr`` on ``batch``: the supervised tokens' mean NLL, plus ``cfg.context_weight``
+    times the other tokens' when set. Returns the supervised loss and its token count."""
+    for g in opt.param_groups:
+        g["lr"] = lr
+    nll, n, c_nll, c_n = split_nll(model, *collate(batch, pad_id), context=cfg.context_weight > 0)
+    loss = nll / max(n, 1)
+    total = loss + cfg.context_weight * c_nll / max(c_n, 1) if cfg.context_weight > 0 else loss
+    opt.zero_grad(set_to_none=True)
+    total.backward()
+    if cfg.grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+    opt.step()
+    return float(loss.detach()), n
