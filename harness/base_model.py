@@ -51,7 +51,7 @@ from harness.base_corpus import (
     fresh_word,
     rename_entities,
 )
-from harness.pretrain import Example, PretrainConfig, encode_conversation, pretrain
+from harness.pretrain import Example, PretrainConfig, PretrainResult, encode_conversation, pretrain
 from lopd.latent import frame_user_message
 
 BASE_VERSION = 2
@@ -287,6 +287,30 @@ def build_base(cfg: BaseModelConfig, out_dir: str | os.PathLike, *, progress: bo
     _log(progress, f"[base] tokenizer {len(tok)} tokens; {len(examples)} sequences, median "
                    f"{lengths[len(lengths) // 2]} tokens, {sum(lengths):,} in all; model {cfg.preset} "
                    f"{n_params:,} parameters")
+    drill, result = _fit_base(model, tok, keys, examples, cfg, progress)
+    out = Path(out_dir)
+    save_pretrained(model, tok, out)
+    info = {
+        "version": BASE_VERSION, "key": config_key(cfg), "config": _plain(cfg), "world_fingerprint": fingerprint(),
+        "parameters": n_params, "vocab": len(tok), "corpus": corpus_stats(corpus),
+        "sequence_tokens": {"min": lengths[0], "median": lengths[len(lengths) // 2], "max": lengths[-1],
+                            "total": sum(lengths)},
+        "pretrain": result.summary(), "losses": [round(x, 4) for x in result.losses],
+        "copy_drills": drill.summary() if drill else None,
+        "seconds": {"corpus": round(t_corpus, 2), "tokenizer": round(t_tok, 2),
+                    "copy_drills": round(drill.seconds, 2) if drill else 0.0,
+                    "pretrain": round(result.seconds, 2), "total": round(time.perf_counter() - t0, 2)},
+        "torch_threads": torch.get_num_threads(), "built_at": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    (out / "base_info.json").write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+    return info
+
+
+def _fit_base(model: Any, tok: Any, keys: tuple[str, ...], examples: list[Example], cfg: BaseModelConfig,
+              progress: bool) -> tuple[PretrainResult | None, PretrainResult]:
+    """Pretrain ``model`` in place: first on ``cfg.n_copy_drills`` copy drills (one flat-lr epoch, no
+    context loss, small batches), then on ``examples`` plus ``cfg.mixed_drills`` more drills.
+    Returns the drills' result (None without drills) and the fit's."""
     pcfg = copy.deepcopy(cfg.pretrain)
     pcfg.progress = pcfg.progress and progress
 
@@ -309,22 +333,7 @@ def build_base(cfg: BaseModelConfig, out_dir: str | os.PathLike, *, progress: bo
     result = pretrain(model, fit, pcfg, pad_id=tok.pad_token_id)
     _log(progress, f"[base] pretrained {result.steps} steps in {result.seconds:.1f}s: "
                    f"loss {result.summary()['loss_first']} -> {result.summary()['loss_last']}")
-    out = Path(out_dir)
-    save_pretrained(model, tok, out)
-    info = {
-        "version": BASE_VERSION, "key": config_key(cfg), "config": _plain(cfg), "world_fingerprint": fingerprint(),
-        "parameters": n_params, "vocab": len(tok), "corpus": corpus_stats(corpus),
-        "sequence_tokens": {"min": lengths[0], "median": lengths[len(lengths) // 2], "max": lengths[-1],
-                            "total": sum(lengths)},
-        "pretrain": result.summary(), "losses": [round(x, 4) for x in result.losses],
-        "copy_drills": drill.summary() if drill else None,
-        "seconds": {"corpus": round(t_corpus, 2), "tokenizer": round(t_tok, 2),
-                    "copy_drills": round(drill.seconds, 2) if drill else 0.0,
-                    "pretrain": round(result.seconds, 2), "total": round(time.perf_counter() - t0, 2)},
-        "torch_threads": torch.get_num_threads(), "built_at": time.strftime("%Y-%m-%d %H:%M:%S"),
-    }
-    (out / "base_info.json").write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
-    return info
+    return drill, result
 
 
 def _plain(cfg: BaseModelConfig) -> dict[str, Any]:
@@ -412,17 +421,37 @@ def evaluate_base(model: Any, tokenizer: Any, cfg: BaseModelConfig | dict[str, A
                   ecfg: EvalConfig | None = None) -> dict[str, Any]:
     """Mean reward on held-out eval tasks by real rollouts (HFEngine + harness.rollout), without
     context and with a good reference in the privileged-context framing. Per-domain means too."""
-    import torch
-
-    from harness.engines import HFEngine, SamplingParams
-    from harness.rollout import RolloutConfig, rollout
-
     cfg, ecfg = _as_config(cfg), ecfg or EvalConfig()
     env0 = make_env(cfg, split=None)
     tasks = [t for t in env0.all_tasks() if t.split == "eval"]
     if 0 < ecfg.n_tasks < len(tasks):
         tasks = tasks[: ecfg.n_tasks]
     refs = {t.task_id: good_reference(env0, t.task_id, ecfg.seed, cfg.reference_result_chars)[1] for t in tasks}
+    rewards, per_domain, turns, seconds = _play_eval(model, tokenizer, cfg, ecfg, tasks, refs)
+
+    def mean(xs: list[float]) -> float:
+        return round(sum(xs) / len(xs), 4) if xs else float("nan")
+
+    return {
+        "no_context": mean(rewards["no_context"]), "with_reference": mean(rewards["with_reference"]),
+        "full_pass": {c: mean([float(r >= 1.0) for r in rs]) for c, rs in rewards.items()},
+        "per_domain": {c: {d: mean(v) for d, v in sorted(ds.items())} for c, ds in per_domain.items()},
+        "mean_turns": {c: mean([float(x) for x in v]) for c, v in turns.items()},
+        "episodes": {c: len(v) for c, v in rewards.items()}, "tasks": len(tasks),
+        "temperature": ecfg.temperature, "top_p": ecfg.top_p, "top_k": ecfg.top_k, "seconds": seconds,
+    }
+
+
+def _play_eval(model: Any, tokenizer: Any, cfg: BaseModelConfig, ecfg: EvalConfig, tasks: list[Any],
+               refs: dict[str, str]) -> tuple[dict, dict, dict, float]:
+    """Each task ``ecfg.samples`` times per condition (``no_context``, then ``with_reference``: its
+    text reference framed in). Returns per condition the rewards, the rewards per domain and the
+    turns of every episode, and the seconds the rollouts took."""
+    import torch
+
+    from harness.engines import HFEngine, SamplingParams
+    from harness.rollout import RolloutConfig, rollout
+
     engine = HFEngine(model, tokenizer)
     rcfg = RolloutConfig(max_turns=ecfg.max_turns)
     domain = {t.task_id: t.data["scenario"]["micro"]["domain"] for t in tasks}
@@ -444,7 +473,6 @@ def evaluate_base(model: Any, tokenizer: Any, cfg: BaseModelConfig | dict[str, A
         for cond in rewards:
             for start in range(0, len(ids), ecfg.batch_size):
                 chunk = ids[start:start + ecfg.batch_size]
-
                 sampling = SamplingParams(temperature=ecfg.temperature, top_p=ecfg.top_p, top_k=ecfg.top_k,
                                           max_new_tokens=ecfg.max_new_tokens,
                                           seed=ecfg.seed * 7919 + start)
@@ -462,15 +490,4 @@ def evaluate_base(model: Any, tokenizer: Any, cfg: BaseModelConfig | dict[str, A
         torch.set_num_threads(old_threads)
         if bar is not None:
             bar.close()
-
-    def mean(xs: list[float]) -> float:
-        return round(sum(xs) / len(xs), 4) if xs else float("nan")
-
-    return {
-        "no_context": mean(rewards["no_context"]), "with_reference": mean(rewards["with_reference"]),
-        "full_pass": {c: mean([float(r >= 1.0) for r in rs]) for c, rs in rewards.items()},
-        "per_domain": {c: {d: mean(v) for d, v in sorted(ds.items())} for c, ds in per_domain.items()},
-        "mean_turns": {c: mean([float(x) for x in v]) for c, v in turns.items()},
-        "episodes": {c: len(v) for c, v in rewards.items()}, "tasks": len(tasks),
-        "temperature": ecfg.temperature, "top_p": ecfg.top_p, "top_k": ecfg.top_k, "seconds": round(time.perf_counter() - t0, 2),
-    }
+    return rewards, per_domain, turns, round(time.perf_counter() - t0, 2)
