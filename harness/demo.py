@@ -307,6 +307,11 @@ def run_overrides(cfg: DemoConfig, base_path: str, bank: Path, spec: RunSpec, se
     ]
 
 
+def needs_coldstart(cfg: DemoConfig, spec: RunSpec, train_cfg: Any) -> bool:
+    """Whether the demo warms this run's composer: an LOPD run with no ``lopd.composer_init`` of its own."""
+    return spec.learner == "lopd" and train_cfg.lopd.composer_init is None and cfg.coldstart_steps > 0
+
+
 def coldstart(cfg: DemoConfig, train_cfg: Any, overrides: list[str], bank: Path, traces: list[Path],
               cache: Path) -> tuple[Path, bool]:
     """The cold-start composer file for this run's composer settings (built once, then cached)."""
@@ -419,10 +424,6 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
     import torch
 
     from envs.micro.world import cache_root
-    from harness.base_model import load_or_build_base
-    from harness.config import load_config
-    from harness.train_config import TrainConfig
-    from harness.trainer import example_config
 
     if len({s.label for s in specs}) != len(specs):
         raise ValueError("run labels must be unique")
@@ -434,8 +435,28 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
     timings: dict[str, float] = {}
+    cfg, model, tok, base_info = base_stage(cfg, timings)
+    cache = cache_root() / "demo"
+    bank, bank_info = bank_stage(model, tok, cfg, base_info, cache, timings)
+    cs_traces, cs_info = coldstart_pairs_stage(model, tok, cfg, specs, bank, cache, timings)
+    del model
+    jobs, coldstarts = plan_runs(cfg, specs, base_info["path"], bank, cs_traces, cache, out, timings)
+    summaries = train_stage(cfg, jobs, timings)
+    report = summarize(collect_runs(cfg, jobs, summaries), specs, cfg.threshold)
+    timings["total"] = time.perf_counter() - t_start
+    base = {k: base_info.get(k) for k in ("path", "cached", "pinned", "key", "parameters", "seconds")}
+    report.update(config=_plain(cfg), base=base, bank=bank_info,
+                  coldstart={"traces": cs_info, "composers": coldstarts},
+                  timings={k: round(v, 1) for k, v in timings.items()})
+    (out / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    return report
 
-    # 1. base
+
+def base_stage(cfg: DemoConfig, timings: dict[str, float]) -> tuple[DemoConfig, Any, Any, dict[str, Any]]:
+    """1. ``(cfg, model, tokenizer, info)`` of the base: ``cfg.base_path`` as it is (``cfg.base`` then
+    becomes its recorded config), else the cached base of ``cfg.base``, built on a miss."""
+    from harness.base_model import load_or_build_base
+
     t0 = time.perf_counter()
     if cfg.base_path:
         model, tok, base_info = load_base_dir(cfg.base_path)
@@ -445,15 +466,26 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
     timings["base"] = time.perf_counter() - t0
     how = "pinned" if base_info.get("pinned") else "cached" if base_info["cached"] else "built"
     _say(cfg, f"[demo] base model {base_info['path']} ({how}, {timings['base']:.0f}s)")
+    return cfg, model, tok, base_info
 
-    # 2. bank
-    cache = cache_root() / "demo"
+
+def bank_stage(model: Any, tok: Any, cfg: DemoConfig, base_info: dict[str, Any], cache: Path,
+               timings: dict[str, float]) -> tuple[Path, dict[str, Any]]:
+    """2. The bank folder (:func:`build_bank_dir`) and its info."""
     t0 = time.perf_counter()
     bank, bank_info = build_bank_dir(model, tok, cfg, base_info, cache)
     timings["bank"] = time.perf_counter() - t0
     _say(cfg, f"[demo] bank: {bank_info['entries']} experiences (base {bank_info['base_successes']} successes of "
               f"{bank_info['base_episodes']}, expert {bank_info['expert']}; "
               f"{'cached' if bank_info['cached'] else 'built'}, {timings['bank']:.0f}s)")
+    return bank, bank_info
+
+
+def coldstart_pairs_stage(model: Any, tok: Any, cfg: DemoConfig, specs: list[RunSpec], bank: Path,
+                          cache: Path, timings: dict[str, float]) -> tuple[list[Path], dict[str, Any]]:
+    """3a. The trace files the cold-start pairs come from, and what the report says of them: the
+    bank's own episodes, or (``coldstart_source="referenced"``, when an LOPD run is cold-started) the
+    base's referenced episodes (:func:`coldstart_traces_dir`)."""
     cs_traces = [bank / "base_traces.jsonl", bank / "expert_traces.jsonl"]
     cs_info: dict[str, Any] = {"source": cfg.coldstart_source}
     if cfg.coldstart_source == "referenced" and cfg.coldstart_steps > 0 and any(r.learner == "lopd" for r in specs):
@@ -464,18 +496,27 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
         timings["coldstart_traces"] = time.perf_counter() - t0
         _say(cfg, f"[demo] cold-start pairs: {info['successes']} successes of {info['episodes']} referenced "
                   f"base episodes ({'cached' if info['cached'] else 'built'}, {timings['coldstart_traces']:.0f}s)")
-    del model
+    return cs_traces, cs_info
 
-    # 3. per run: overrides, cold start (LOPD), then training
+
+def plan_runs(cfg: DemoConfig, specs: list[RunSpec], base_path: str, bank: Path, cs_traces: list[Path],
+              cache: Path, out: Path, timings: dict[str, float]) -> tuple[list[tuple], dict[str, Any]]:
+    """3b. Every (spec, seed) run as ``(spec, seed, run_dir, overrides)``, an LOPD run starting from
+    its cold-start composer (:func:`coldstart`); and per label, that composer's path and whether it
+    was cached."""
+    from harness.config import load_config
+    from harness.train_config import TrainConfig
+    from harness.trainer import example_config
+
     jobs: list[tuple[RunSpec, int, Path, list[str]]] = []
     t0 = time.perf_counter()
     coldstarts: dict[str, Any] = {}
     for spec in specs:
         for seed in cfg.seeds:
             run_dir = out / "runs" / f"{spec.label}-s{seed}"
-            ov = run_overrides(cfg, base_info["path"], bank, spec, seed, run_dir)
+            ov = run_overrides(cfg, base_path, bank, spec, seed, run_dir)
             tcfg = load_config(TrainConfig, example_config(spec.learner), ov)
-            if spec.learner == "lopd" and tcfg.lopd.composer_init is None and cfg.coldstart_steps > 0:
+            if needs_coldstart(cfg, spec, tcfg):
                 path, built = coldstart(cfg, tcfg, ov, bank, cs_traces, cache)
                 coldstarts[spec.label] = {"path": str(path), "cached": not built}
                 if built:  # the cold start above named its temporary folder
@@ -483,8 +524,28 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
                 ov.append(f"lopd.composer_init={path}")
             jobs.append((spec, seed, run_dir, [f"learner={spec.learner}", *ov]))
     timings["coldstart"] = time.perf_counter() - t0
+    return jobs, coldstarts
 
+
+def train_stage(cfg: DemoConfig, jobs: list[tuple], timings: dict[str, float]) -> dict[str, dict[str, Any]]:
+    """4. Train every run not already finished with the same spec; returns their trainer summaries
+    by run folder."""
     t0 = time.perf_counter()
+    todo = runs_to_train(cfg, jobs)
+    if cfg.jobs > 1 and len(todo) > 1:
+        summaries = _train_in_workers(cfg, todo)
+    else:
+        summaries = {}
+        for _spec, _seed, run_dir, ov, want in todo:
+            summaries[str(run_dir)] = s = _train_one(ov, cfg.threads)
+            _save_spec(run_dir, want, s)
+    timings["train"] = time.perf_counter() - t0
+    return summaries
+
+
+def runs_to_train(cfg: DemoConfig, jobs: list[tuple]) -> list[tuple]:
+    """The jobs whose folder holds no finished run of the same spec, as ``(*job, want)`` (``want``: the
+    spec the run will record); a stale or unfinished folder is deleted (a link to one: the link only)."""
     todo = []
     for spec, seed, run_dir, ov in jobs:
         want = {"version": DEMO_VERSION, "overrides": ov}
@@ -496,32 +557,37 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
         elif run_dir.exists():
             shutil.rmtree(run_dir)  # a stale or unfinished run of another spec
         todo.append((spec, seed, run_dir, ov, want))
+    return todo
+
+
+def _train_in_workers(cfg: DemoConfig, todo: list[tuple]) -> dict[str, dict[str, Any]]:
+    """Train ``todo`` in ``cfg.jobs`` spawned processes, one bar over the runs."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
     summaries: dict[str, dict[str, Any]] = {}
-    if cfg.jobs > 1 and len(todo) > 1:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
+    bar = _bar(len(todo), "runs", "run", cfg.progress)
+    with ProcessPoolExecutor(max_workers=cfg.jobs, mp_context=mp.get_context("spawn"),
+                             initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
+        futs = {pool.submit(_train_one, ov, cfg.threads): (run_dir, want) for _, _, run_dir, ov, want in todo}
+        for fut in as_completed(futs):
+            run_dir, want = futs[fut]
+            summaries[str(run_dir)] = s = fut.result()
+            _save_spec(run_dir, want, s)
+            if bar is not None:
+                bar.update(1)
+    if bar is not None:
+        bar.close()
+    return summaries
 
-        bar = _bar(len(todo), "runs", "run", cfg.progress)
-        with ProcessPoolExecutor(max_workers=cfg.jobs, mp_context=mp.get_context("spawn"),
-                                 initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
-            futs = {pool.submit(_train_one, ov, cfg.threads): (run_dir, want) for _, _, run_dir, ov, want in todo}
-            from concurrent.futures import as_completed
 
-            for fut in as_completed(futs):
-                run_dir, want = futs[fut]
-                summaries[str(run_dir)] = s = fut.result()
-                _spec_file(run_dir).write_text(json.dumps({"spec": want, "summary": s}, indent=1) + "\n")
-                if bar is not None:
-                    bar.update(1)
-        if bar is not None:
-            bar.close()
-    else:
-        for _spec, _seed, run_dir, ov, want in todo:
-            summaries[str(run_dir)] = s = _train_one(ov, cfg.threads)
-            _spec_file(run_dir).write_text(json.dumps({"spec": want, "summary": s}, indent=1) + "\n")
-    timings["train"] = time.perf_counter() - t0
+def _save_spec(run_dir: Path, want: dict[str, Any], summary: dict[str, Any]) -> None:
+    _spec_file(run_dir).write_text(json.dumps({"spec": want, "summary": summary}, indent=1) + "\n")
 
-    # 5. curves and report
+
+def collect_runs(cfg: DemoConfig, jobs: list[tuple],
+                 summaries: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """5. Each run's curve, behaviour and summary, for :func:`harness.demo_report.summarize`."""
     runs = []
     for spec, seed, run_dir, _ov in jobs:
         if not complete(run_dir, cfg):
@@ -531,12 +597,7 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
         runs.append({"label": spec.label, "learner": spec.learner, "seed": seed, "overrides": spec.overrides,
                      "run_dir": str(run_dir), "curve": read_curve(run_dir), "behaviour": behaviour(run_dir),
                      "reused": str(run_dir) not in summaries, "summary": saved.get("summary", {})})
-    report = summarize(runs, specs, cfg.threshold)
-    timings["total"] = time.perf_counter() - t_start
-    base = {k: base_info.get(k) for k in ("path", "cached", "pinned", "key", "parameters", "seconds")}
-    report.update(config=_plain(cfg), base=base, bank=bank_info, coldstart={"traces": cs_info, "composers": coldstarts}, timings={k: round(v, 1) for k, v in timings.items()})
-    (out / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    return report
+    return runs
 
 
 def _plain(cfg: DemoConfig) -> dict[str, Any]:
