@@ -23,7 +23,7 @@ def build_examples(cfg: TrainConfig, tokenizer: Any, bank: Any, traces: Sequence
     was skipped."""
     from envs.trace import read_traces
     from harness.learners.common import conversation_tokens, prompt_messages
-    from harness.learners.lopd import latent_teacher_prompt
+    from harness.learners.latent_teacher import latent_teacher_prompt
     from harness.rollout import episode_tokens, render_prompt
     from lopd.bank.render import task_text
     from lopd.coldstart import ColdStartExample
