@@ -71,6 +71,12 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
         if not isinstance(value, dict):
             raise ConfigError(f"{key}: expected a mapping, got {value!r}")
         return dict(value)
+    return _coerce_scalar(value, tp, key)
+
+
+def _coerce_scalar(value: Any, tp: Any, key: str) -> Any:
+    """``value`` as a bool, int, float, str or Path (YAML's own types; a number as a string is
+    accepted where a float is wanted, since YAML reads ``1e-4`` as a string)."""
     if tp is bool:
         if isinstance(value, bool):
             return value

@@ -155,6 +155,32 @@ def gradients(loss: Tensor, named: list[tuple[str, nn.Parameter]]) -> dict[str, 
     return {n: torch.zeros_like(p) if g is None else g for (n, p), g in zip(named, grads)}
 
 
+def compose(composer: Composer, rs: list, tasks: list, exps: dict[str, list[str]], t_pos: list[list[int]],
+            cfg: LOPDLearnerConfig) -> tuple[list[Tensor], list[Tensor]]:
+    """Phase 3. Latents c_phi (with gradients when the composer trains) and anchors c_phi0, encoded
+    once per task and listed per rollout; a rollout with a plain prompt (no placeholders) gets an
+    empty context: no latent, no anchor term."""
+    anchor_params = composer.trainable_state_dict()["anchor"]
+    lat, anc = {}, {}
+    for t in tasks:
+        with torch.set_grad_enabled(cfg.train_composer):
+            lat[t.task_id] = encode(composer, t.prompt, exps[t.task_id])
+        anc[t.task_id] = (encode(composer, t.prompt, exps[t.task_id], anchor_params)
+                          if cfg.margin.anchor_weight else lat[t.task_id].detach())
+    empty = composer.qformer.queries.new_zeros(0, composer.qformer.d)
+    return ([lat[r.task.task_id] if pos else empty for r, pos in zip(rs, t_pos)],
+            [anc[r.task.task_id] if pos else empty for r, pos in zip(rs, t_pos)])
+
+
+def mean_of_delta(delta: Tensor, counts: Tensor, cfg: LOPDLearnerConfig) -> float:
+    """The mean Delta the dual variable steps on: over rollouts, or token-weighted."""
+    delta = delta.detach().double()
+    if cfg.margin.dual_mean == "token_weighted":
+        counts = counts.to(delta.device).double()
+        return float((delta * counts).sum() / counts.sum().clamp(min=1))
+    return float(delta.mean())
+
+
 def reference_lopd_step(batch: StepBatch, *, student: nn.Module, composer: Composer, bank: Any,
                         tokenizer: Any, cfg: LOPDLearnerConfig, beta: float, env_id: str,
                         template_kwargs: dict[str, Any] | None = None) -> ReferenceStep:
@@ -180,19 +206,9 @@ def reference_lopd_step(batch: StepBatch, *, student: nn.Module, composer: Compo
     n_tok = float(sum(map(sum, s_masks)))  # the step's supervised tokens: the student's normaliser
     n_seq = float(sum(1 for m in s_masks if any(m)))
 
-    # 3. latents c_phi (with gradients) and anchors c_phi0 per task; a rollout with a plain prompt
-    #    (no placeholders) gets an empty context, so no latent, no anchor term
+    # 3. latents c_phi (with gradients) and anchors c_phi0 per rollout
     train = cfg.train_composer
-    anchor_params = composer.trainable_state_dict()["anchor"]
-    lat, anc = {}, {}
-    for t in tasks:
-        with torch.set_grad_enabled(train):
-            lat[t.task_id] = encode(composer, t.prompt, exps[t.task_id])
-        anc[t.task_id] = (encode(composer, t.prompt, exps[t.task_id], anchor_params)
-                          if cfg.margin.anchor_weight else lat[t.task_id].detach())
-    empty = composer.qformer.queries.new_zeros(0, composer.qformer.d)
-    lats = [lat[r.task.task_id] if pos else empty for r, pos in zip(rs, t_pos)]
-    ancs = [anc[r.task.task_id] if pos else empty for r, pos in zip(rs, t_pos)]
+    lats, ancs = compose(composer, rs, tasks, exps, t_pos, cfg)
 
     # 4. the teacher, one full forward; its top-k (ids, log-probs) is what the student is distilled on
     with torch.set_grad_enabled(train):
@@ -218,12 +234,7 @@ def reference_lopd_step(batch: StepBatch, *, student: nn.Module, composer: Compo
     s_named = [(n, p) for n, p in student.named_parameters() if p.requires_grad]
     c_named = list(composer.named_trainable_parameters()) if train else []
     s_grads, c_grads = gradients(s_loss, s_named), gradients(c_loss, c_named)
-    delta = terms.delta.detach().double()
-    if cfg.margin.dual_mean == "token_weighted":
-        counts = al.counts.to(delta.device).double()
-        mean_delta = float((delta * counts).sum() / counts.sum().clamp(min=1))
-    else:
-        mean_delta = float(delta.mean())
+    mean_delta = mean_of_delta(terms.delta, al.counts, cfg)
     m = cfg.margin
     return ReferenceStep(student_loss=float(s_loss.detach()), composer_loss=float(c_loss.detach()),
                          student_grads=s_grads, composer_grads=c_grads, mean_delta=mean_delta, beta=beta,
