@@ -14,8 +14,9 @@ import torch
 from safetensors.torch import load_file
 
 from harness.cli import main
-from harness.demo import DemoConfig, RunSpec, complete, same_run
+from harness.demo import DemoConfig, RunSpec
 from harness.demo_report import format_report, generations_to, mean_curve, summarize
+from harness.demo_runs import complete, same_run
 
 SMALL = [
     "base.n_train=60", "base.n_eval=12", "base.n_plain=16", "base.n_referenced=8", "base.n_copy_drills=16", "base.mixed_drills=0",
@@ -145,7 +146,7 @@ def test_pool_workers_exit_with_their_parent():
     import sys
     import time
 
-    worker = ("import sys, time; from harness.demo import exit_with_parent; "
+    worker = ("import sys, time; from harness.demo_runs import exit_with_parent; "
               "exit_with_parent(int(sys.argv[1]), every=0.05); time.sleep(60)")
     parent = ("import subprocess, sys, os; "
               f"p = subprocess.Popen([sys.executable, '-c', {worker!r}, str(os.getpid())]); print(p.pid)")
