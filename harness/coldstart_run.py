@@ -24,6 +24,7 @@ def build_examples(cfg: TrainConfig, tokenizer: Any, bank: Any, traces: Sequence
     from envs.trace import read_traces
     from harness.learners.common import conversation_tokens, prompt_messages
     from harness.learners.latent_teacher import latent_teacher_prompt
+    from harness.learners.privileged import retrieve_texts
     from harness.rollout import episode_tokens, render_prompt
     from lopd.bank.render import task_text
     from lopd.coldstart import ColdStartExample
@@ -40,9 +41,8 @@ def build_examples(cfg: TrainConfig, tokenizer: Any, bank: Any, traces: Sequence
             if task is None:
                 skipped["no_task"] += 1
                 continue
-            hits = bank.search([task], k=cfg.lopd.n_retrieved, env=ep.env_id, task_ids=[ep.task_id],
-                               exclude_self=not cfg.lopd.allow_self_retrieval)[0]
-            if not hits:
+            texts = retrieve_texts(bank, [task], [ep.task_id], ep.env_id, cfg.lopd)[0]
+            if not texts:
                 skipped["no_retrieval"] += 1
                 continue
             if ep.prompt_token_ids is not None and all(s.token_ids is not None for s in ep.steps):
@@ -51,11 +51,11 @@ def build_examples(cfg: TrainConfig, tokenizer: Any, bank: Any, traces: Sequence
             else:
                 ids, mask = conversation_tokens(tokenizer, ep.messages, tk)
                 n_prompt = len(render_prompt(tokenizer, prompt_messages(ep), **tk))
-            tp = latent_teacher_prompt(tokenizer, ep, len(hits) * n_latents, cfg.lopd.framing, tk)
+            tp = latent_teacher_prompt(tokenizer, ep, len(texts) * n_latents, cfg.lopd.framing, tk)
             if tp is None:
                 skipped["no_task"] += 1
                 continue
-            examples.append(ColdStartExample(task=task, experiences=[h.experience.text for h in hits],
+            examples.append(ColdStartExample(task=task, experiences=texts,
                                              input_ids=tp[0] + ids[n_prompt:], latent_positions=tp[1],
                                              loss_mask=[0] * len(tp[0]) + mask[n_prompt:]))
     return examples, skipped

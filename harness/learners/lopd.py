@@ -36,7 +36,7 @@ from harness.distributed import sum_floats, sync_gradients
 from harness.learners.base import Learner, LearnerContext, StepBatch
 from harness.learners.common import Timer, pad_id, pad_rows, seq_count
 from harness.learners.latent_teacher import latent_teacher_logits, latent_teacher_prompt
-from harness.learners.privileged import grow_bank, load_bank, make_embedder
+from harness.learners.privileged import grow_bank, load_bank, make_embedder, retrieve_texts
 from lopd.coldstart import clip_composer_grads
 from lopd.composer import Composer
 from lopd.config import LOPDConfig
@@ -106,11 +106,8 @@ class LOPDLearner(Learner):
 
     def retrieve(self, tasks: list) -> list[list[str]]:
         """Experience texts per task, best first (``n_retrieved`` at most)."""
-        if not len(self.bank) or self.cfg.n_retrieved < 1:
-            return [[] for _ in tasks]
-        hits = self.bank.search([t.prompt for t in tasks], k=self.cfg.n_retrieved, env=self.ctx.env_id,
-                                task_ids=[t.task_id for t in tasks], exclude_self=not self.cfg.allow_self_retrieval)
-        return [[h.experience.text for h in row] for row in hits]
+        return retrieve_texts(self.bank, [t.prompt for t in tasks], [t.task_id for t in tasks], self.ctx.env_id,
+                              self.cfg)
 
     def train_step(self, batch: StepBatch) -> dict[str, float]:
         ctx, timer, rs = self.ctx, Timer(), batch.rollouts

@@ -43,10 +43,11 @@ from harness.learners.base import Rollout, StepBatch
 from harness.learners.common import pad_id, pad_rows
 from harness.learners.latent_teacher import latent_teacher_prompt
 from harness.learners.lopd import LOPDLearner, LOPDLearnerConfig
+from harness.learners.privileged import retrieve_texts
 from lopd.composer import Composer
 from lopd.latent import inject_batch
 from lopd.losses import distill_per_token, reduce_tokens, teacher_topk, upcast
-from lopd.margin import composer_loss, composer_terms
+from lopd.margin import DualVariable, composer_loss, composer_terms
 from lopd.supervision import align_supervision
 
 
@@ -77,11 +78,8 @@ class ReferenceStep:
 def retrieve(bank: Any, tasks: list, cfg: LOPDLearnerConfig, env_id: str) -> dict[str, list[str]]:
     """Phase 1. Experience texts per task id, best first: the bank's top ``n_retrieved`` for the
     task's prompt within this env, the task's own entries excluded unless ``allow_self_retrieval``."""
-    if not len(bank) or cfg.n_retrieved < 1:
-        return {t.task_id: [] for t in tasks}
-    hits = bank.search([t.prompt for t in tasks], k=cfg.n_retrieved, env=env_id,
-                       task_ids=[t.task_id for t in tasks], exclude_self=not cfg.allow_self_retrieval)
-    return {t.task_id: [h.experience.text for h in row] for t, row in zip(tasks, hits)}
+    texts = retrieve_texts(bank, [t.prompt for t in tasks], [t.task_id for t in tasks], env_id, cfg)
+    return {t.task_id: row for t, row in zip(tasks, texts)}
 
 
 def teacher_rows(rollouts: list[Rollout], exps: dict[str, list[str]], n_latents: int, tokenizer: Any,
@@ -172,15 +170,6 @@ def compose(composer: Composer, rs: list, tasks: list, exps: dict[str, list[str]
             [anc[r.task.task_id] if pos else empty for r, pos in zip(rs, t_pos)])
 
 
-def mean_of_delta(delta: Tensor, counts: Tensor, cfg: LOPDLearnerConfig) -> float:
-    """The mean Delta the dual variable steps on: over rollouts, or token-weighted."""
-    delta = delta.detach().double()
-    if cfg.margin.dual_mean == "token_weighted":
-        counts = counts.to(delta.device).double()
-        return float((delta * counts).sum() / counts.sum().clamp(min=1))
-    return float(delta.mean())
-
-
 def reference_lopd_step(batch: StepBatch, *, student: nn.Module, composer: Composer, bank: Any,
                         tokenizer: Any, cfg: LOPDLearnerConfig, beta: float, env_id: str,
                         template_kwargs: dict[str, Any] | None = None) -> ReferenceStep:
@@ -234,11 +223,12 @@ def reference_lopd_step(batch: StepBatch, *, student: nn.Module, composer: Compo
     s_named = [(n, p) for n, p in student.named_parameters() if p.requires_grad]
     c_named = list(composer.named_trainable_parameters()) if train else []
     s_grads, c_grads = gradients(s_loss, s_named), gradients(c_loss, c_named)
-    mean_delta = mean_of_delta(terms.delta, al.counts, cfg)
-    m = cfg.margin
+    dual = DualVariable(cfg.margin)  # a fresh one at beta: the learner's is only read
+    dual.value = beta
+    mean_delta = dual.mean_delta(terms.delta, al.counts)  # from the per-rollout Delta, not rank sums
     return ReferenceStep(student_loss=float(s_loss.detach()), composer_loss=float(c_loss.detach()),
                          student_grads=s_grads, composer_grads=c_grads, mean_delta=mean_delta, beta=beta,
-                         beta_next=max(0.0, beta + m.dual_lr * (m.margin - mean_delta)), n_tokens=n_tok,
+                         beta_next=dual.step(mean_delta), n_tokens=n_tok,
                          no_latent_frac=sum(1 for p in t_pos if not p) / len(rs))
 
 

@@ -118,6 +118,18 @@ def reference_text(env: Any, task: Any) -> str | None:
     return None
 
 
+def retrieve_texts(bank: ExperienceBank, prompts: Sequence[str], task_ids: Sequence[str], env_id: str,
+                   cfg: Any) -> list[list[str]]:
+    """LOPD's retrieval: per task, the texts of the bank's ``cfg.n_retrieved`` nearest experiences to
+    its prompt within ``env_id``, best first; the task's own entries excluded unless
+    ``cfg.allow_self_retrieval`` (``cfg``: a :class:`lopd.config.LOPDConfig`)."""
+    if not len(bank) or cfg.n_retrieved < 1:
+        return [[] for _ in prompts]
+    hits = bank.search(list(prompts), k=cfg.n_retrieved, env=env_id, task_ids=list(task_ids),
+                       exclude_self=not cfg.allow_self_retrieval)
+    return [[h.experience.text for h in row] for row in hits]
+
+
 def grow_bank(bank: ExperienceBank, episodes: list, dist: Any, label: str) -> None:
     """Add every rank's episodes (the bank keeps the successful training ones) in rank order, so
     every rank's copy of the bank stays identical."""
