@@ -143,8 +143,12 @@ def to_dict(cfg: Any) -> dict[str, Any]:
     def plain(v: Any) -> Any:
         if dataclasses.is_dataclass(v):
             out = {}
-            for f in dataclasses.fields(v):  # open sections stand at the top level, where they are read
-                out.update(plain(getattr(v, f.name)) if f.metadata.get("sections") else {f.name: plain(getattr(v, f.name))})
+            for f in dataclasses.fields(v):
+                value = plain(getattr(v, f.name))
+                if f.metadata.get("sections"):
+                    out.update(value)  # open sections stand at the top level, where they are read
+                else:
+                    out[f.name] = value
             return out
         if isinstance(v, (list, tuple)):
             return [plain(x) for x in v]
