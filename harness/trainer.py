@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import random
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -42,7 +43,7 @@ from harness.engines.base import SamplingParams
 from harness.learners.base import LearnerContext, Rollout, StepBatch, get_learner
 from harness.learners.common import TokenScorer
 from harness.metrics import MetricsLogger, file_size, truncate_to
-from harness.rollout import rollout
+from harness.rollout import rollout, rollout_in_flight
 from harness.train_config import TrainConfig
 
 
@@ -139,9 +140,6 @@ class Trainer:
         params = [p for p in self.scorer.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
         self.rollout_model = copy.deepcopy(self.template).eval() if fsdp else self.student
-        from harness.engines.hf import HFEngine
-
-        self.engine = HFEngine(self.rollout_model, self.tokenizer)
         self.ctx = LearnerContext(cfg=cfg, student=self.student, scorer=self.scorer, optimizer=self.optimizer,
                                   tokenizer=self.tokenizer, dist=self.dist, tasks=self.tasks, env_id=cfg.env.id,
                                   make_env=lambda: gym.make(cfg.env.id, **cfg.env.kwargs), initial_state=initial,
@@ -159,7 +157,14 @@ class Trainer:
         self.step, self.generations = 0, 0
         self.run_name = self.run_dir.name
         self._resumed_from: Path | None = None
-        self._resume()
+        self.engine = self._open_engine()
+        try:
+            self._resume()
+            if self.engine is not self.local_engine and self._resumed_from is None:
+                self._refresh_engine()  # attached servers get the initial weights; every server is checked
+        except BaseException:
+            self.engine.close()  # launched servers must not outlive a failed start
+            raise
         self._open_logs()
 
     # ---- weights ----------------------------------------------------------------------------
@@ -172,10 +177,62 @@ class Trainer:
         sd = get_model_state_dict(self.scorer, options=StateDictOptions(full_state_dict=True))
         return {k.removeprefix("lm."): v for k, v in sd.items()}
 
+    def _open_engine(self) -> Any:
+        """The in-process HF engine, or a pool of vLLM/SGLang servers (launched from, or synced to, the
+        initial weights and checked against the in-process model before any training)."""
+        from harness.engines.hf import HFEngine
+
+        self.local_engine = HFEngine(self.rollout_model, self.tokenizer)
+        ec = self.cfg.engine
+        if ec.kind == "hf":
+            return self.local_engine
+        from harness.engines.server import open_servers
+
+        if self.dist.enabled and ec.launch:
+            raise ValueError("under torchrun, start the servers beside the job and attach with engine.urls")
+        self.sync_root = Path(ec.sync_dir or self.run_dir / "sync")
+        first = self._write_sync(0)
+        return open_servers(ec, model_dir=str(first), log_dir=self.run_dir / "servers",
+                            eos_token_ids=self.local_engine.eos_token_ids, dtype=self.cfg.model.dtype,
+                            gpu=self.dist.device.type == "cuda", embedding=self.student.get_input_embeddings().weight)
+
+    def _write_sync(self, step: int) -> Path:
+        """Rank 0 writes the student as ``sync/step-<step>`` for the servers (the previous one goes)."""
+        from harness.engines.server import write_sync_checkpoint
+
+        state = self.full_state()
+        path = self.sync_root / f"step-{step}"
+        if self.dist.is_main:
+            self.sync_root.mkdir(parents=True, exist_ok=True)
+            write_sync_checkpoint(self.template, state, self.tokenizer, path)
+            for old in self.sync_root.glob("step-*"):
+                if old != path and old.is_dir():
+                    shutil.rmtree(old, ignore_errors=True)
+        barrier(self.dist)
+        return path
+
     def _refresh_engine(self) -> None:
+        """Put the current weights where rollouts run; a server sync is checked against the student."""
         if self.rollout_model is not self.student:
             self.rollout_model.load_state_dict(self.full_state(), strict=False)
-        self.engine.update_weights(self.rollout_model)
+        self.local_engine.update_weights(self.rollout_model)
+        if self.engine is self.local_engine:
+            return
+        from harness.engines.server import check_servers
+
+        path = self._write_sync(self.step)
+        if self.dist.is_main:
+            self.engine.update_weights(str(path.resolve()))
+            check_servers(self.engine, self.local_engine, self._probe(), self.cfg.engine.check_tolerance,
+                          f"after the weight sync of step {self.step}")
+        barrier(self.dist)
+
+    def _probe(self) -> list[int]:
+        """A short in-distribution sequence: the first training task's prompt, at most 64 tokens."""
+        from harness.rollout import render_prompt
+
+        _, info = self.env.reset(seed=0, options={"task_id": self.train_ids[0]} if self.train_ids else None)
+        return render_prompt(self.tokenizer, info.get("messages", []), **self.cfg.rollout.template_kwargs)[:64]
 
     # ---- environments and rollouts ----------------------------------------------------------
     def _envs(self, n: int) -> list[Any]:
@@ -190,12 +247,13 @@ class Trainer:
         if not jobs:
             return []
         envs = self._envs(len(jobs))
-        self.engine.clear_cache()
-        trajs = rollout(envs, self.engine, self.tokenizer, sampling=sampling,
-                        seeds=[derive_seed(self.cfg.seed, phase, step, i) for _, i in jobs],
-                        options=[{"task_id": t} for t, _ in jobs], config=self.cfg.rollout,
-                        meta={"run": self.run_name, "learner": self.cfg.learner, "step": step, "phase": phase})
-        self.engine.clear_cache()
+        play = rollout_in_flight if getattr(self.engine, "concurrent", False) else rollout
+        self.local_engine.clear_cache()
+        trajs = play(envs, self.engine, self.tokenizer, sampling=sampling,
+                     seeds=[derive_seed(self.cfg.seed, phase, step, i) for _, i in jobs],
+                     options=[{"task_id": t} for t, _ in jobs], config=self.cfg.rollout,
+                     meta={"run": self.run_name, "learner": self.cfg.learner, "step": step, "phase": phase})
+        self.local_engine.clear_cache()
         for tr, (_, i) in zip(trajs, jobs):
             tr.episode.meta.update({"generation": self.generations + i} if phase == "train"
                                    else {"generations": self.generations, "sample": i})
@@ -416,6 +474,8 @@ class Trainer:
         if self.traces is not None:
             self.traces.close()
         self.engine.close()
+        if self.engine is not self.local_engine:
+            self.local_engine.close()
 
 
 def example_config(name: str) -> Path:

@@ -33,10 +33,7 @@ documented shapes; they prove the payloads and the parsing, not a real server.
 
 from __future__ import annotations
 
-import json
 import math
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -46,14 +43,15 @@ from harness.engines.base import (
     EmbedOverride, Engine, EngineError, GenerationOutput, SamplingParams, ScoreOutput, check_overrides,
     check_prompts, starts,
 )
+from harness.engines.http import HTTPStatusError, JSONClient, ServerFeatureError, ServerUnavailableError
 from lopd.latent import inject
 
 
-class SGLangUnavailableError(EngineError):
+class SGLangUnavailableError(ServerUnavailableError):
     """The server could not be reached."""
 
 
-class SGLangFeatureError(EngineError):
+class SGLangFeatureError(ServerFeatureError):
     """The server lacks an endpoint or request field this call needs."""
 
 
@@ -96,45 +94,25 @@ class SGLangEngine(Engine):
                  api_key: str | None = None, max_batch: int = 256, send_seed: bool = True):
         if override_mode not in ("input_embeds", "positional"):
             raise ValueError(f"override_mode must be 'input_embeds' or 'positional', got {override_mode!r}")
-        self.base_url = base_url.rstrip("/")
+        self.http = JSONClient(base_url, server="SGLang", timeout=timeout, api_key=api_key,
+                               start_hint="start one with `python -m sglang.launch_server --model-path <model> "
+                                          "--port <port>` (see docs/GPU.md)",
+                               unavailable=SGLangUnavailableError, feature=SGLangFeatureError)
+        self.base_url = self.http.base_url
         self._eos = [int(t) for t in eos_token_ids]
         self.embedding = embedding
         self.override_mode = override_mode
-        self.timeout = float(timeout)
-        self.api_key = api_key
         self.max_batch = int(max_batch)
         self.send_seed = send_seed
 
     # ---- HTTP -----------------------------------------------------------------------------
     def _request(self, method: str, path: str, payload: Any = None) -> Any:
-        url = self.base_url + path
-        data = None if payload is None else json.dumps(payload).encode("utf-8")
-        headers = {"Content-Type": "application/json"} if data is not None else {}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        req = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                body = resp.read()
-        except urllib.error.HTTPError as e:
-            detail = e.read().decode("utf-8", "replace")[:2000]
-            if e.code in (404, 405):
-                raise SGLangFeatureError(f"SGLang server at {self.base_url} has no {method} {path} "
-                                         f"(HTTP {e.code}); is it an SGLang server, and which version?") from None
-            if e.code in (400, 422) and ("positional_embed_overrides" in detail or "input_embeds" in detail):
-                raise SGLangFeatureError(f"SGLang server rejected the embedding request: {detail}") from None
-            raise EngineError(f"SGLang {method} {path} failed with HTTP {e.code}: {detail}") from None
-        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as e:
-            reason = getattr(e, "reason", e)
-            raise SGLangUnavailableError(
-                f"cannot reach the SGLang server at {self.base_url} ({reason}); start one with "
-                f"`python -m sglang.launch_server --model-path <model> --port <port>` (see docs/GPU.md)") from None
-        if not body:
-            return None
-        try:
-            return json.loads(body)
-        except json.JSONDecodeError:
-            return body.decode("utf-8", "replace")
+            return self.http.request(method, path, payload)
+        except HTTPStatusError as e:
+            if e.status in (400, 422) and ("positional_embed_overrides" in e.detail or "input_embeds" in e.detail):
+                raise SGLangFeatureError(f"SGLang server rejected the embedding request: {e.detail}") from None
+            raise
 
     def health(self) -> bool:
         """GET /health; True when the server answers, else SGLangUnavailableError/EngineError."""
