@@ -4,7 +4,7 @@
 
     cfg = EvalRunConfig(envs=["lopd/bfcl-v3-simple-v0", "lopd/shop-v0"], model="runs/tiny-1m",
                         out="runs/eval-a", n_samples=2, limit=50)
-    result = run_eval(cfg)              # HF engine in-process; engine="sglang" + server_url for a server
+    result = run_eval(cfg)              # HF engine in-process; engine=EngineConfig(kind="vllm", launch=1) for a server
     result.summary["benchmarks"]["bfcl-v3"]["official"]["overall"]
 
 The output directory holds ``traces.jsonl`` (one :class:`~envs.trace.Episode` per (env, task, sample);
@@ -31,11 +31,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import gymnasium as gym
 
 from envs.trace import Episode, TraceError, TraceWriter, iter_records
+from harness.engines.server import EngineConfig
 from harness.rollout import LockedTokenizer
 from harness.eval_summary import (  # noqa: F401  (re-exported: the public API of evaluation runs)
     SUMMARIZERS,
@@ -63,11 +64,12 @@ class EvalRunConfig:
     envs: list[str]
     """Registered env ids (``lopd/...``); each is one benchmark split or category."""
     model: str
-    """Model directory (weights + tokenizer). With engine 'sglang' only its tokenizer and config are read."""
+    """Model directory (weights + tokenizer). With a server engine only its tokenizer and config are read
+    (and a launched server loads it)."""
     out: str
     """Output directory (created; an existing one is resumed)."""
-    engine: Literal["hf", "sglang"] = "hf"
-    """'hf': in-process transformers, episodes batched turn by turn; 'sglang': a running server."""
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    """Where episodes run: 'hf' in-process, batched turn by turn; 'vllm' or 'sglang' servers (urls or launch)."""
     n_samples: int = 1
     """Episodes per task (sample indices 0..n_samples-1)."""
     split: str | None = None
@@ -91,9 +93,7 @@ class EvalRunConfig:
     batch_size: int = 8
     """HF engine: episodes rolled out together in one batch."""
     concurrency: int = 32
-    """SGLang engine: episodes in flight at once (one thread each)."""
-    server_url: str = "http://127.0.0.1:30000"
-    """SGLang server address."""
+    """Server engines: episodes in flight at once (one thread each)."""
     device: str | None = None
     """HF engine device; None: cuda when available, else cpu."""
     dtype: str | None = None
@@ -399,11 +399,12 @@ def _eos_ids(model_dir: str, tokenizer: Any) -> list[int]:
 
 
 def build_engine(cfg: EvalRunConfig) -> tuple[Any, Any]:
-    """(engine, tokenizer) for the config: an HFEngine over the model, or an SGLangEngine client."""
-    from harness.engines import HFEngine, SGLangEngine
+    """(engine, tokenizer) for the config: an HFEngine over the model, or a pool of vLLM/SGLang servers."""
+    from harness.engines import HFEngine
+    from harness.engines.server import open_servers
     from harness.models import load_tokenizer
 
-    if cfg.engine == "hf":
+    if cfg.engine.kind == "hf":
         import torch
 
         device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -411,12 +412,17 @@ def build_engine(cfg: EvalRunConfig) -> tuple[Any, Any]:
         eng = HFEngine.from_pretrained(cfg.model, dtype=dtype if dtype == "auto" else getattr(torch, dtype),
                                        device=device)
         return eng, eng.tokenizer
-    if cfg.engine == "sglang":
-        tok = load_tokenizer(cfg.model)
-        eng = SGLangEngine(cfg.server_url, eos_token_ids=_eos_ids(cfg.model, tok))
-        eng.health()
-        return eng, tok
-    raise ValueError(f"engine must be 'hf' or 'sglang', got {cfg.engine!r}")
+    tok = load_tokenizer(cfg.model)
+    pool = open_servers(cfg.engine, model_dir=str(Path(cfg.model).resolve()), log_dir=Path(cfg.out) / "servers",
+                        eos_token_ids=_eos_ids(cfg.model, tok), dtype=cfg.dtype or "auto",
+                        gpu=_has_cuda(), served_name=Path(cfg.model).name or "model")
+    return pool, tok
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def _settings(cfg: EvalRunConfig) -> dict[str, Any]:
@@ -429,7 +435,7 @@ def run_eval(cfg: EvalRunConfig, engine: Any = None, tokenizer: Any = None,
              log: Callable[[str], None] | None = None) -> EvalResult:
     """Play every planned episode not yet in ``cfg.out``, write traces and verdicts as they finish,
     then write the summary of everything the directory holds. ``engine``/``tokenizer`` default to
-    :func:`build_engine`; SGLang engines (anything but an in-process HFEngine) run episodes on
+    :func:`build_engine`; server engines (anything but an in-process HFEngine) run episodes on
     ``cfg.concurrency`` threads, others in batches of ``cfg.batch_size``."""
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     if cfg.n_samples < 1 or (cfg.limit is not None and cfg.limit < 0):
@@ -449,12 +455,17 @@ def run_eval(cfg: EvalRunConfig, engine: Any = None, tokenizer: Any = None,
         failed: list[tuple[tuple[str, str, int], str]] = []
         ran = 0
         if todo:
-            if engine is None:
+            own = engine is None
+            if own:
                 engine, tokenizer = build_engine(cfg)
-            ran = _play_and_save(cfg, todo, pool, engine, tokenizer, failed, log)
+            try:
+                ran = _play_and_save(cfg, todo, pool, engine, tokenizer, failed, log)
+            finally:
+                if own:
+                    engine.close()  # launched servers stop here
         final = read_progress(out, repair=False)
         summary = summarize_verdicts(final.verdicts.values())
-        summary.update(run=cfg.run_label(), model=cfg.model, engine=cfg.engine, failed=len(failed))
+        summary.update(run=cfg.run_label(), model=cfg.model, engine=cfg.engine.kind, failed=len(failed))
         write_summary(out, summary)
         return EvalResult(out, len(pairs), len(pairs) - len(todo), ran, failed, summary, progress.notes)
     finally:
@@ -472,7 +483,7 @@ def _episode_player(cfg: EvalRunConfig, pool: _EnvPool,
                               max_new_tokens=cfg.max_new_tokens).validate()
     rcfg = RolloutConfig(max_turns=cfg.max_turns, max_context_tokens=cfg.max_context_tokens,
                          template_kwargs=dict(cfg.template_kwargs))
-    meta = {"run": cfg.run_label(), "model": cfg.model, "engine": cfg.engine}
+    meta = {"run": cfg.run_label(), "model": cfg.model, "engine": cfg.engine.kind}
 
     def seed_of(p: Pair) -> int | None:
         return None if cfg.seed is None else pair_seed(cfg.seed, p.env_id, p.task_id, p.sample)
@@ -526,9 +537,9 @@ def _play_and_save(cfg: EvalRunConfig, todo: list[Pair], pool: _EnvPool, engine:
 
 
 def _fatal(e: BaseException) -> bool:
-    from harness.engines import SGLangUnavailableError
+    from harness.engines.http import ServerUnavailableError
 
-    return isinstance(e, (SGLangUnavailableError, KeyboardInterrupt, MemoryError))
+    return isinstance(e, (ServerUnavailableError, KeyboardInterrupt, MemoryError))
 
 
 def _run_batched(todo: list[Pair], size: int, play: Callable[[list[Pair]], list[Episode]],

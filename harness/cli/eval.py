@@ -3,6 +3,7 @@
     lopd eval --env lopd/bfcl-v3-simple-v0,lopd/shop-v0 --model runs/tiny-1m --engine hf --n-samples 2 --out runs/eval-a
     lopd eval --env lopd/envscaler-v0 --model /models/Qwen3-8B --engine sglang --server-url http://127.0.0.1:30000 \\
               --concurrency 64 --out runs/eval-qwen
+    lopd eval --env lopd/shop-v0 --model harness/pinned_base --engine vllm --launch 1 --out runs/eval-vllm
     lopd stats runs/eval-a/traces.jsonl --by category
 
 Rerunning the same command resumes: finished (task, sample) pairs are skipped. See docs/EVAL.md.
@@ -19,8 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("eval", help="evaluate a model on envs or benchmark splits (resumable)")
     p.add_argument("--env", action="append", required=True, metavar="ID[,ID...]",
                    help="env ids (repeatable or comma-separated), e.g. lopd/bfcl-v3-simple-v0")
-    p.add_argument("--model", required=True, help="model directory (sglang: its tokenizer and config are read)")
-    p.add_argument("--engine", choices=["hf", "sglang"], default="hf")
+    p.add_argument("--model", required=True, help="model directory (servers: its tokenizer and config are read)")
+    p.add_argument("--engine", choices=["hf", "vllm", "sglang"], default="hf")
     p.add_argument("--out", required=True, help="output directory; an existing one is resumed")
     p.add_argument("--n-samples", type=int, default=1, help="episodes per task (default 1)")
     p.add_argument("--split", help="only tasks of this split (e.g. eval, test)")
@@ -33,8 +34,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-turns", type=int, default=30)
     p.add_argument("--max-context-tokens", type=int, default=32768)
     p.add_argument("--batch-size", type=int, default=8, help="hf: episodes batched together")
-    p.add_argument("--concurrency", type=int, default=32, help="sglang: episodes in flight at once")
-    p.add_argument("--server-url", default="http://127.0.0.1:30000", help="sglang server address")
+    p.add_argument("--concurrency", type=int, default=32, help="servers: episodes in flight at once")
+    p.add_argument("--server-url", action="append", default=[], metavar="URL",
+                   help="vllm/sglang: a running server (repeatable: episodes are balanced across them)")
+    p.add_argument("--launch", type=int, default=0, metavar="N", help="vllm/sglang: start N servers on --model")
+    p.add_argument("--server-python", default="", help="interpreter of launched servers (vllm: .venv-vllm)")
+    p.add_argument("--server-arg", action="append", default=[], metavar="ARG",
+                   help="extra argument of launched servers (repeatable), e.g. --server-arg=--max-model-len=4096")
     p.add_argument("--device", help="hf: device (default cuda if available, else cpu)")
     p.add_argument("--dtype", help="hf: bfloat16, float16, float32 or auto (default bf16 on cuda, fp32 on cpu)")
     p.add_argument("--env-kwargs", action="append", default=[], metavar="[ID=]JSON",
@@ -72,6 +78,17 @@ def parse_env_kwargs(items: list[str]) -> dict[str, dict]:
     return out
 
 
+def _engine(args: argparse.Namespace):
+    from harness.engines.server import EngineConfig
+
+    if args.engine == "hf":
+        return EngineConfig()
+    urls = args.server_url or ([] if args.launch else
+                               ["http://127.0.0.1:30000" if args.engine == "sglang" else "http://127.0.0.1:8000"])
+    return EngineConfig(kind=args.engine, urls=urls, launch=args.launch, python=args.server_python,
+                        extra_args=list(args.server_arg))
+
+
 def run(args: argparse.Namespace) -> int:
     from harness.evaluate import EvalRunConfig, format_summary, resolve_env_id, run_eval
 
@@ -81,11 +98,11 @@ def run(args: argparse.Namespace) -> int:
     kwargs = parse_env_kwargs(args.env_kwargs)
     kwargs = {k if k == "*" else resolve_env_id(k): v for k, v in kwargs.items()}
     cfg = EvalRunConfig(
-        envs=env_ids, model=args.model, out=args.out, engine=args.engine, n_samples=args.n_samples,
+        envs=env_ids, model=args.model, out=args.out, engine=_engine(args), n_samples=args.n_samples,
         split=args.split, limit=args.limit, temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
         max_new_tokens=args.max_new_tokens, seed=None if args.seed < 0 else args.seed, max_turns=args.max_turns,
         max_context_tokens=args.max_context_tokens, batch_size=args.batch_size, concurrency=args.concurrency,
-        server_url=args.server_url, device=args.device, dtype=args.dtype, env_kwargs=kwargs,
+        device=args.device, dtype=args.dtype, env_kwargs=kwargs,
         template_kwargs=_json_object(args.template_kwargs, "--template-kwargs"), run_name=args.run_name,
     )
     from harness.engines import EngineError

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -23,35 +24,58 @@ import torch
 from torch import Tensor, nn
 
 from harness.rollout import render_prompt
+from lopd.chunked import chunked_head
 from lopd.losses import upcast
 
 
 class TokenScorer(nn.Module):
-    """A causal LM that returns logits only at requested positions: [B, T] -> [B, N, V] (fp32).
+    """A causal LM scored only at requested positions [B, N] of its rows [B, T].
 
-    The LM head runs on the gathered hidden states, so [B, T, V] never materialises. Wrap this
-    module (not the LM) for FSDP, so its forward is the root forward.
+    Without ``per_chunk`` it returns logits [B, N, V] (fp32). With it, the LM head runs over
+    chunks of positions, each chunk's logits reduced at once (:func:`lopd.chunked.chunked_head`):
+    ``scorer(ids, attn, positions=pos, per_chunk=token_log_probs, args=(targets,))`` -> [B, N], and
+    no [N, V] logits exist (the real vocabulary's memory). Either way [B, T, V] never materialises.
+    Wrap this module (not the LM) for FSDP, so its forward, the head included, is the root forward.
     """
 
-    def __init__(self, lm: nn.Module):
+    def __init__(self, lm: nn.Module, logits_chunk: int | None = None):
         super().__init__()
         self.lm = lm
+        self.logits_chunk = logits_chunk  # positions per head chunk; None: lopd.chunked.LOGITS_CHUNK
+
+    @property
+    def head(self) -> nn.Module:
+        return self.lm.get_output_embeddings()
 
     def hidden(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None,
                inputs_embeds: Tensor | None = None) -> Tensor:
         return self.lm.get_decoder()(input_ids=input_ids, inputs_embeds=inputs_embeds,
                                      attention_mask=attention_mask, use_cache=False).last_hidden_state
 
+    def hidden_at(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None, *,
+                  positions: Tensor, inputs_embeds: Tensor | None = None) -> Tensor:
+        """The last hidden states at ``positions`` only: [B, N, d]."""
+        return gather_positions(self.hidden(input_ids, attention_mask, inputs_embeds), positions)
+
     def forward(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None, *,
-                positions: Tensor, inputs_embeds: Tensor | None = None) -> Tensor:
-        return logits_at(self.lm, self.hidden(input_ids, attention_mask, inputs_embeds), positions)
+                positions: Tensor, inputs_embeds: Tensor | None = None,
+                per_chunk: Callable[..., Any] | None = None, args: Sequence[Tensor] = ()) -> Any:
+        h = self.hidden_at(input_ids, attention_mask, positions=positions, inputs_embeds=inputs_embeds)
+        if per_chunk is None:
+            return upcast(self.head(h))
+        return chunked_head(self.head, h, per_chunk, *args, chunk=self.logits_chunk)
+
+
+def gather_positions(hidden: Tensor, positions: Tensor) -> Tensor:
+    """``hidden`` [B, T, d] at ``positions`` [B, N] -> [B, N, d]."""
+    rows = torch.arange(hidden.shape[0], device=hidden.device).unsqueeze(-1)
+    return hidden[rows, positions.to(hidden.device)]
 
 
 def logits_at(lm: nn.Module, hidden: Tensor, positions: Tensor) -> Tensor:
     """``lm``'s head on ``hidden`` [B, T, d] at ``positions`` [B, N] only -> logits [B, N, V], fp32
     (or float64): the supervised positions, never all T."""
-    rows = torch.arange(hidden.shape[0], device=hidden.device).unsqueeze(-1)
-    return upcast(lm.get_output_embeddings()(hidden[rows, positions.to(hidden.device)]))
+    return upcast(lm.get_output_embeddings()(gather_positions(hidden, positions)))
 
 
 def clone_model(model: nn.Module, state: dict[str, Tensor]) -> nn.Module:
@@ -216,7 +240,7 @@ def distill_update(ctx: Any, rollouts: Sequence[Any], prompts: Sequence[Sequence
     supervised-token count. With no supervised token anywhere, nothing is updated.
     """
     from harness.distributed import sum_floats
-    from lopd.losses import distill_per_token, masked_sum, reduce_tokens
+    from lopd.losses import masked_sum, reduce_tokens
     from lopd.supervision import align_supervision
 
     s_rows = [r.traj.token_ids for r in rollouts]
@@ -233,11 +257,10 @@ def distill_update(ctx: Any, rollouts: Sequence[Any], prompts: Sequence[Sequence
         mask = al.mask.to(ctx.device)
         with timer("teacher"), torch.no_grad():
             t_ids, t_attn = pad_rows([t_rows[i] for i in idx], pid, ctx.device)
-            t_logits = teacher(t_ids, t_attn, positions=al.teacher_pos)
+            side = teacher_side(teacher, t_ids, t_attn, al.teacher_pos, dcfg)
         with timer("student"):
             s_ids, s_attn = pad_rows([s_rows[i] for i in idx], pid, ctx.device)
-            per_tok = distill_per_token(ctx.scorer(s_ids, s_attn, positions=al.student_pos), dcfg,
-                                        teacher_logits=t_logits)
+            per_tok, _ = distill_tokens(ctx.scorer, s_ids, s_attn, al.student_pos, dcfg, side)
             loss = reduce_tokens(per_tok, mask, dcfg.reduction, count=n_tok, n_sequences=n_seq)
         return loss, {"kl": float(masked_sum(per_tok.detach(), mask))}
 
@@ -246,6 +269,56 @@ def distill_update(ctx: Any, rollouts: Sequence[Any], prompts: Sequence[Sequence
     with timer("student"):
         out = ctx.optimizer_step()
     return {"loss": sums["loss"], "distill_kl": sums["kl"] / n_tok, "tokens": n_tok, **out}
+
+
+@dataclass
+class TeacherSide:
+    """What the student's distillation loss needs of the teacher at the supervised positions [B, N]."""
+
+    ids: Tensor
+    """[B, N, k] the teacher's top-k ids (top-k + tail), or [B, N, 0] where none are needed."""
+    logp: Tensor | None
+    """[B, N, k] their log-probs, detached (top-k + tail); None with the full vocabulary."""
+    hidden: Tensor | None = None
+    """[B, N, d] the teacher's last hidden states, detached (full vocabulary; else None)."""
+    head: nn.Module | None = None
+    """The teacher's LM head, applied to ``hidden`` chunk by chunk (full vocabulary)."""
+
+
+def teacher_side(teacher: TokenScorer, ids: Tensor, attn: Tensor, positions: Tensor, dcfg: Any) -> TeacherSide:
+    """Score a frozen teacher (call under ``torch.no_grad()``) for ``dcfg``'s KL: its top-k per
+    position, reduced chunk by chunk; or, for the full vocabulary, its hidden states (the student's
+    chunks make its logits)."""
+    from functools import partial
+
+    from lopd.losses import teacher_topk
+
+    if dcfg.full_vocab:
+        h = teacher.hidden_at(ids, attn, positions=positions)
+        return TeacherSide(h.new_zeros(*h.shape[:-1], 0, dtype=torch.long), None, h, teacher.head)
+    top_ids, logp = teacher(ids, attn, positions=positions, per_chunk=partial(teacher_topk, k=dcfg.top_k))
+    return TeacherSide(top_ids, logp)
+
+
+def distill_tokens(scorer: nn.Module, ids: Tensor, attn: Tensor, positions: Tensor, dcfg: Any,
+                   teacher: TeacherSide, extra_ids: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """The student's per-token KL [B, N] (``dcfg``: direction, top-k + tail or full vocabulary; the
+    values of :func:`lopd.losses.distill_per_token`), and its log-probs [B, N, k + m] at the
+    teacher's k ids followed by ``extra_ids`` [B, N, m] (None: m = 0), both with gradients. The LM
+    head runs over chunks of positions (:func:`lopd.chunked.chunked_head`), so neither side's
+    [N, V] logits exist."""
+    from lopd.chunked import full_kl_chunk
+    from lopd.losses import log_probs_at, tail_kl
+
+    k = teacher.ids.shape[-1]
+    both = teacher.ids if extra_ids is None else torch.cat([teacher.ids, extra_ids.to(teacher.ids)], dim=-1)
+    if dcfg.full_vocab:
+        fn = full_kl_chunk(teacher.head, dcfg.direction)
+        per_tok, logp = scorer(ids, attn, positions=positions, per_chunk=fn, args=(teacher.hidden, both))
+    else:
+        logp = scorer(ids, attn, positions=positions, per_chunk=log_probs_at, args=(both,))
+        per_tok = tail_kl(logp[..., :k], teacher.logp, dcfg.direction)
+    return per_tok, logp
 
 
 def conversation_tokens(tokenizer: Any, messages: Sequence[dict[str, Any]],

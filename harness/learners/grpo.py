@@ -48,7 +48,7 @@ class GRPOLearner(Learner):
         self.cfg: GRPOConfig = ctx.cfg.learner_config
         if self.cfg.ppo_epochs < 1:
             raise ValueError("grpo.ppo_epochs must be >= 1")
-        self.ref = TokenScorer(ctx.frozen_copy()) if self.cfg.kl_coef else None
+        self.ref = TokenScorer(ctx.frozen_copy(), ctx.scorer.logits_chunk) if self.cfg.kl_coef else None
 
     def train_step(self, batch: StepBatch) -> dict[str, float]:
         ctx, cfg, timer = self.ctx, self.cfg, Timer()
@@ -68,12 +68,13 @@ class GRPOLearner(Learner):
             ids, attn = pad_rows([rows[i] for i in idx], pad_id(ctx.tokenizer), ctx.device)
             mask, targets = al.mask.to(ctx.device), al.targets.to(ctx.device)
             with timer("student"):
-                logp = token_log_probs(ctx.scorer(ids, attn, positions=al.student_pos), targets)
+                logp = ctx.scorer(ids, attn, positions=al.student_pos, per_chunk=token_log_probs, args=(targets,))
             if k not in old:
                 old[k] = logp.detach() if cfg.old_logprobs == "current" else self._rollout_logp(rs, idx, al)
                 if self.ref is not None:
                     with timer("teacher"), torch.no_grad():
-                        ref[k] = token_log_probs(self.ref(ids, attn, positions=al.student_pos), targets)
+                        ref[k] = self.ref(ids, attn, positions=al.student_pos, per_chunk=token_log_probs,
+                                          args=(targets,))
             with timer("student"):
                 count = n_tok if cfg.reduction == "global_tokens" else None
                 loss, st = grpo_loss(logp, old[k], adv[idx].to(ctx.device), mask, cfg, ref.get(k), count=count)

@@ -11,9 +11,10 @@ from typing import Any
 
 import torch
 
-from harness.learners.common import logits_at, prompt_messages
+from harness.learners.common import gather_positions, prompt_messages
 from lopd.composer import Composer
 from lopd.latent import LatentError, encode_with_latents, frame_user_message, inject_batch
+from lopd.losses import upcast
 
 
 def latent_teacher_prompt(tokenizer: Any, episode: Any, n_latents: int, framing: str,
@@ -68,8 +69,27 @@ def _cache_kw(decoder: Any) -> str:
 def latent_teacher_logits(composer: Composer, ids: torch.Tensor, attn: torch.Tensor, positions: list[list[int]],
                           latents: list[torch.Tensor | None], at: torch.Tensor,
                           at_mask: torch.Tensor | None = None) -> torch.Tensor:
-    """The composer's frozen teacher's logits [B, N, V] at ``at`` (``at_mask``: which entries are real),
-    latents spliced in (grads reach them).
+    """The teacher's logits [B, N, V] (fp32) at ``at``: :func:`latent_teacher_hidden` through its head.
+    The learner never makes them whole (:mod:`lopd.chunked`); this is for tests and small vocabularies."""
+    return upcast(teacher_head(composer)(latent_teacher_hidden(composer, ids, attn, positions, latents, at, at_mask)))
+
+
+def teacher_head(composer: Composer) -> torch.nn.Module:
+    """The frozen teacher's LM head. It carries no adapter (the LoRA is on the decoder's projections),
+    so it is the teacher's head outside ``teacher_mode`` too, where a checkpointed chunk's backward
+    recomputes it."""
+    head = composer.backbone.get_output_embeddings()
+    if any("lora_" in n for n, _ in head.named_parameters()):
+        raise ValueError("the composer's LoRA must not target the LM head (the teacher's head is used bare)")
+    return head
+
+
+def latent_teacher_hidden(composer: Composer, ids: torch.Tensor, attn: torch.Tensor, positions: list[list[int]],
+                          latents: list[torch.Tensor | None], at: torch.Tensor,
+                          at_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """The composer's frozen teacher's last hidden states [B, N, d] at ``at`` (``at_mask``: which
+    entries are real), latents spliced in (grads reach them); its logits are
+    ``teacher_head(composer)`` of them.
 
     The activations before the first latent do not depend on the composer, so with gradients on
     they are computed without a graph and enter as a KV cache: the same logits and latent
@@ -98,4 +118,4 @@ def latent_teacher_logits(composer: Composer, ids: torch.Tensor, attn: torch.Ten
             at = (at - split).clamp_min(0)  # padded entries of `at` (at_mask False) are 0
         else:
             h = dec(inputs_embeds=embeds, attention_mask=attn, use_cache=False).last_hidden_state
-        return logits_at(lm, h, at)
+        return gather_positions(h, at)

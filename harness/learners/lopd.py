@@ -27,6 +27,7 @@ GRPO: benchmarks/RESULTS.md, "Learners".
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +35,16 @@ import torch
 
 from harness.distributed import sum_floats, sync_gradients
 from harness.learners.base import Learner, LearnerContext, StepBatch
-from harness.learners.common import Timer, pad_id, pad_rows, seq_count
-from harness.learners.latent_teacher import latent_teacher_logits, latent_teacher_prompt
+from harness.learners.common import TeacherSide, Timer, distill_tokens, pad_id, pad_rows, seq_count
+from harness.learners.latent_teacher import latent_teacher_hidden, latent_teacher_prompt, teacher_head
 from harness.learners.privileged import grow_bank, load_bank, make_embedder, retrieve_texts
+from lopd.chunked import chunked_head, topk_and_targets
 from lopd.coldstart import clip_composer_grads
 from lopd.composer import Composer
 from lopd.config import LOPDConfig
 from lopd.latent import DEFAULT_FRAMING
-from lopd.losses import distill_per_token, masked_sum, reduce_tokens, teacher_topk
-from lopd.margin import DualVariable, composer_loss, composer_terms
+from lopd.losses import masked_sum, reduce_tokens
+from lopd.margin import DualVariable, TokenLogProbs, composer_loss, composer_terms_of
 from lopd.supervision import align_supervision
 
 
@@ -168,19 +170,24 @@ class LOPDLearner(Learner):
         mask, targets, pid = al.mask.to(ctx.device), al.targets.to(ctx.device), pad_id(ctx.tokenizer)
         with timer("teacher"), torch.set_grad_enabled(cfg.train_composer):
             t_ids, t_attn = pad_rows([step.t_rows[i] for i in idx], pid, ctx.device)
-            t_logits = latent_teacher_logits(self.composer, t_ids, t_attn, [step.t_pos[i] for i in idx],
-                                             [x if x.numel() else None for x in lats], al.teacher_pos, al.mask)
-            top_ids, top_logp = teacher_topk(t_logits.detach(), cfg.distill.top_k)
+            t_h = latent_teacher_hidden(self.composer, t_ids, t_attn, [step.t_pos[i] for i in idx],
+                                        [x if x.numel() else None for x in lats], al.teacher_pos, al.mask)
+            # per chunk of positions: top-k ids, their log-probs and the sampled tokens' (gradients
+            # into the latents; the backward recomputes each chunk's logits)
+            head = teacher_head(self.composer)
+            top_ids, t_top, t_tgt = chunked_head(head, t_h, partial(topk_and_targets, k=cfg.distill.top_k),
+                                                 targets, chunk=ctx.scorer.logits_chunk)
+            side = TeacherSide(top_ids, t_top.detach(), t_h.detach() if cfg.distill.full_vocab else None, head)
         with timer("student"):
             s_ids, s_attn = pad_rows([step.s_rows[i] for i in idx], pid, ctx.device)
-            s_logits = ctx.scorer(s_ids, s_attn, positions=al.student_pos)
-            per_tok = distill_per_token(s_logits, cfg.distill, teacher_ids=top_ids, teacher_logp=top_logp,
-                                        teacher_logits=t_logits.detach())
+            per_tok, s_logp = distill_tokens(ctx.scorer, s_ids, s_attn, al.student_pos, cfg.distill, side,
+                                             extra_ids=targets.unsqueeze(-1))
             loss = reduce_tokens(per_tok, mask, cfg.distill.reduction, count=step.n_tok, n_sequences=step.n_seq)
         with timer("composer"), torch.set_grad_enabled(cfg.train_composer):
-            terms = composer_terms(t_logits, s_logits.detach(), targets, mask, step.rewards[idx].to(ctx.device),
-                                   lats, [anchor[rs[i].task.task_id] for i in idx],
-                                   top_k=cfg.distill.top_k, topk_ids=top_ids)
+            k, s_logp = top_ids.shape[-1], s_logp.detach()
+            terms = composer_terms_of(TokenLogProbs(t_top, t_tgt), TokenLogProbs(s_logp[..., :k], s_logp[..., k]),
+                                      mask, step.rewards[idx].to(ctx.device), lats,
+                                      [anchor[rs[i].task.task_id] for i in idx])
             c_loss, _ = composer_loss(terms, step.beta, cfg.margin)
             c_loss = c_loss * (len(idx) / max(step.n_roll, 1.0))  # mean over ALL rollouts of the step
             if cfg.train_composer and c_loss.requires_grad:

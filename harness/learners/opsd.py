@@ -53,7 +53,7 @@ class OPSDLearner(Learner):
     def __init__(self, ctx: LearnerContext):
         super().__init__(ctx)
         self.cfg: OPSDConfig = ctx.cfg.learner_config
-        self.teacher = TokenScorer(ctx.frozen_copy())
+        self.teacher = TokenScorer(ctx.frozen_copy(), ctx.scorer.logits_chunk)
         self.bank = load_bank(ctx.cfg.bank) if self.cfg.oracle != "reference" else None
         self._env = None
         self._reference: dict[str, str | None] = {}  # reference solutions are fixed: computed once

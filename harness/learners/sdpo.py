@@ -63,7 +63,7 @@ class SDPOLearner(Learner):
         self.cfg: SDPOConfig = ctx.cfg.learner_config
         if not 0.0 <= self.cfg.ema_rate <= 1.0:
             raise ValueError("sdpo.ema_rate must lie in [0, 1]")
-        self.teacher = TokenScorer(ctx.frozen_copy())
+        self.teacher = TokenScorer(ctx.frozen_copy(), ctx.scorer.logits_chunk)
 
     def siblings(self, rollouts: list, r: Any) -> list:
         """The successful siblings ``r``'s teacher sees."""

@@ -112,7 +112,8 @@ class SFTLearner(Learner):
             al = align_supervision(r, m, r, m, check_tokens=False)
             with timer("student"):
                 ids, attn = pad_rows(r, pad_id(ctx.tokenizer), ctx.device)
-                logp = token_log_probs(ctx.scorer(ids, attn, positions=al.student_pos), al.targets.to(ctx.device))
+                logp = ctx.scorer(ids, attn, positions=al.student_pos, per_chunk=token_log_probs,
+                                  args=(al.targets.to(ctx.device),))
                 return -(logp * al.mask.to(ctx.device)).sum() / max(n_tok, 1.0), {}
 
         sums = ctx.accumulate([len(r) for r in rows], loss_fn, timer=timer)

@@ -15,6 +15,7 @@ from envs.protocol import render_tool_call
 from envs.trace import read_traces
 from harness.cli import main
 from harness.engines import HFEngine, SGLangEngine
+from harness.engines.server import EngineConfig
 from harness.eval_summary import format_summary, summarize_verdicts
 from harness.evaluate import EvalRunConfig, cut_torn_tail, pair_seed, read_progress, run_eval, verdict_of
 from harness.models import build_tiny_model, save_pretrained
@@ -308,7 +309,7 @@ def test_sglang_episodes_run_concurrently(model_dir, tmp_path):
     tok = load_tokenizer(model_dir)
     srv = ScriptedServer(tok)
     try:
-        c = cfg(model_dir, tmp_path, engine="sglang", server_url=srv.url, n_samples=4, concurrency=8, max_turns=6)
+        c = cfg(model_dir, tmp_path, engine=EngineConfig(kind="sglang", urls=[srv.url]), n_samples=4, concurrency=8, max_turns=6)
         eng = SGLangEngine(srv.url, eos_token_ids=[srv.im_end])
         counting = InFlightTokenizer(tok)
         res = run_eval(c, eng, counting, log=lambda s: None)
