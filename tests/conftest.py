@@ -37,3 +37,15 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory):
+    """(ServerPool, base dir) of one real vLLM server on the pinned base for the session (skips, saying
+    why, when `make vllm` did not build .venv-vllm)."""
+    from vllm_server import launch_server, require_vllm
+
+    require_vllm()
+    pool, base = launch_server(tmp_path_factory.mktemp("vllm"))
+    yield pool, base
+    pool.close()
