@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from lopd.chunked import chunked_head
 from lopd.composer import Composer
 from lopd.config import ColdStartConfig
 from lopd.latent import inject
@@ -105,8 +106,11 @@ def _teacher_nll_sum(
         hidden = lm.get_decoder()(
             inputs_embeds=embeds, attention_mask=attn, use_cache=False
         ).last_hidden_state
-        logits = lm.get_output_embeddings()(hidden[:, :-1][sel])  # only the supervised rows
-    return -token_log_probs(logits, targets[:, 1:][sel]).sum(), n
+        # only the supervised rows, the head over chunks of them (no [n, V] logits); the head has
+        # no adapter, so the backward's recomputation outside teacher_mode is the same head
+        head = lm.get_output_embeddings()
+        logp = chunked_head(head, hidden[:, :-1][sel], token_log_probs, targets[:, 1:][sel])
+    return -logp.sum(), n
 
 
 def coldstart_loss(

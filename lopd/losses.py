@@ -114,8 +114,13 @@ def topk_tail_kl(
     whichever side requires them (the student for the distillation loss, the teacher for the
     composer loss).
     """
-    s = with_tail(log_probs_at(student_logits, teacher_ids))
-    t = with_tail(upcast(teacher_logp))
+    return tail_kl(log_probs_at(student_logits, teacher_ids), teacher_logp, direction)
+
+
+def tail_kl(student_logp: Tensor, teacher_logp: Tensor, direction: Direction = "reverse") -> Tensor:
+    """:func:`topk_tail_kl` from both sides' log-probs at the teacher's top-k ids, each [..., k]
+    (what a chunked LM head keeps of the student, :mod:`lopd.chunked`) -> [...]."""
+    s, t = with_tail(upcast(student_logp)), with_tail(upcast(teacher_logp))
     return bucket_kl(s, t) if direction == "reverse" else bucket_kl(t, s)
 
 

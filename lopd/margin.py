@@ -32,7 +32,7 @@ import torch
 from torch import Tensor
 
 from lopd.config import MarginConfig
-from lopd.losses import bucket_kl, log_probs_at, sequence_mean, teacher_topk, token_log_probs, upcast, with_tail
+from lopd.losses import log_probs_at, sequence_mean, tail_kl, teacher_topk, token_log_probs, upcast
 
 
 def outcome_advantage(rewards: Tensor) -> Tensor:
@@ -66,8 +66,12 @@ def composer_kl(
         topk_ids, _ = teacher_topk(teacher_logits.detach(), top_k)
     topk_ids = topk_ids.to(dev)
     s_logp = log_probs_at(student_logits.detach().to(dev), topk_ids)
-    per_token = bucket_kl(with_tail(s_logp), with_tail(log_probs_at(teacher_logits, topk_ids)))
-    return sequence_mean(per_token, mask)
+    return composer_kl_of(log_probs_at(teacher_logits, topk_ids), s_logp, mask)
+
+
+def composer_kl_of(teacher_logp: Tensor, student_logp: Tensor, mask: Tensor) -> Tensor:
+    """:func:`composer_kl` from both sides' log-probs at the teacher's top-k ids, each [B, N, k]."""
+    return sequence_mean(tail_kl(student_logp.detach(), teacher_logp), mask)
 
 
 def privileged_margin(teacher_logp: Tensor, student_logp: Tensor, mask: Tensor, advantages: Tensor) -> Tensor:
@@ -127,11 +131,34 @@ def composer_terms(
     ``topk_ids`` as for :func:`composer_kl`.
     """
     dev = teacher_logits.device
+    if topk_ids is None:
+        topk_ids, _ = teacher_topk(teacher_logits.detach(), top_k)
+    topk_ids, targets, s = topk_ids.to(dev), targets.to(dev), student_logits.detach().to(dev)
+    teacher = TokenLogProbs(log_probs_at(teacher_logits, topk_ids), token_log_probs(teacher_logits, targets))
+    student = TokenLogProbs(log_probs_at(s, topk_ids), token_log_probs(s, targets))
+    return composer_terms_of(teacher, student, mask, rewards, latents, anchor_latents)
+
+
+@dataclass
+class TokenLogProbs:
+    """One side's log-probs at the supervised positions: what the composer's terms need of its logits."""
+
+    topk: Tensor
+    """[B, N, k] at the teacher's top-k ids."""
+    target: Tensor
+    """[B, N] at the sampled tokens."""
+
+
+def composer_terms_of(teacher: TokenLogProbs, student: TokenLogProbs, mask: Tensor, rewards: Tensor,
+                      latents: Sequence[Tensor] | Tensor,
+                      anchor_latents: Sequence[Tensor] | Tensor) -> ComposerTerms:
+    """:func:`composer_terms` from both sides' log-probs (the teacher's with gradients, the student's
+    detached here), as a chunked LM head computes them (:mod:`lopd.chunked`)."""
+    dev = teacher.target.device
+    mask = mask.to(dev)
+    kl = composer_kl_of(teacher.topk, student.topk.to(dev), mask)
     adv = outcome_advantage(rewards).to(dev)
-    targets, mask = targets.to(dev), mask.to(dev)
-    kl = composer_kl(teacher_logits, student_logits, mask, top_k=top_k, topk_ids=topk_ids)
-    student_logp = token_log_probs(student_logits.detach().to(dev), targets)
-    delta = privileged_margin(token_log_probs(teacher_logits, targets), student_logp, mask, adv)
+    delta = privileged_margin(teacher.target, student.target.to(dev), mask, adv)
     return ComposerTerms(kl=kl, delta=delta, anchor=anchor_penalty(latents, anchor_latents).to(dev))
 
 

@@ -7,9 +7,10 @@ import torch
 from learner_fixtures import make_trainer
 
 from harness.learners.base import get_learner
-from harness.learners.common import (Timer, TokenScorer, distill_update, micro_batches, pad_rows, prompt_messages,
-                                     teacher_prompt, with_context)
+from harness.learners.common import (Timer, TokenScorer, distill_tokens, distill_update, micro_batches, pad_rows,
+                                     prompt_messages, teacher_prompt, teacher_side, with_context)
 from lopd.config import DistillConfig
+from lopd.losses import distill_per_token, token_log_probs
 
 
 def test_micro_batches_respect_the_token_budget_and_keep_order():
@@ -61,6 +62,40 @@ def test_scorer_matches_the_model_and_distillation_is_micro_batch_invariant(tmp_
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-4)
     tr.close()
 
+
+def _tiny_lm(seed: int) -> torch.nn.Module:
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = Qwen3Config(vocab_size=40, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=1, head_dim=8, tie_word_embeddings=True)
+    return Qwen3ForCausalLM(cfg).double().eval()
+
+
+@pytest.mark.parametrize("full_vocab", [False, True])
+@pytest.mark.parametrize("chunk", [0, 4, 7])
+def test_chunked_scoring_equals_whole_logits_values_and_gradients(chunk, full_vocab):
+    """The scorer's chunked head (log-probs, the teacher's top-k or hidden states, the student's KL)
+    gives what the whole [B, N, V] logits give, float64 (see tests/lopd/test_chunked.py for RTOL)."""
+    student, teacher = TokenScorer(_tiny_lm(0), chunk), TokenScorer(_tiny_lm(1), chunk).requires_grad_(False)
+    ids = torch.randint(0, 40, (2, 9), generator=torch.Generator().manual_seed(0))
+    attn, pos = torch.ones_like(ids), torch.tensor([[1, 2, 3, 5, 8], [0, 4, 5, 6, 7]])  # 10 positions
+    targets, dcfg = ids.gather(1, pos), DistillConfig(top_k=3, full_vocab=full_vocab)
+    params = [p for p in student.parameters() if p.requires_grad]
+
+    def check(got, want):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+        for a, b in zip(torch.autograd.grad(got.sum(), params), torch.autograd.grad(want.sum(), params)):
+            torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+    check(student(ids, attn, positions=pos, per_chunk=token_log_probs, args=(targets,)),
+          token_log_probs(student(ids, attn, positions=pos), targets))
+    with torch.no_grad():
+        side = teacher_side(teacher, ids, attn, pos, dcfg)
+        t_logits = teacher(ids, attn, positions=pos)
+    per_tok, logp = distill_tokens(student, ids, attn, pos, dcfg, side, extra_ids=targets.unsqueeze(-1))
+    assert logp.shape == (2, 5, side.ids.shape[-1] + 1)
+    check(per_tok, distill_per_token(student(ids, attn, positions=pos), dcfg, teacher_logits=t_logits))
 
 
 def test_module_doctests():

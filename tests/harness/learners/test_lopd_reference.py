@@ -46,7 +46,12 @@ def _apples_only(src, dst):
 
 
 @pytest.mark.slow  # ~25 s on a shared CPU: a tiny float64 trainer, 6 rollouts, two steps' work
-def test_reference_step_equals_the_learner_step(tmp_path, shop_traces):
+@pytest.mark.parametrize("chunk", [None, 5], ids=["one-chunk", "chunks-of-5"])
+def test_reference_step_equals_the_learner_step(tmp_path, shop_traces, monkeypatch, chunk):
+    # the learner's LM heads over chunks of 5 positions (checkpointed, lopd.chunked), or in one
+    # chunk (the default 1024 exceeds these rows); the reference always makes the whole logits
+    if chunk is not None:
+        monkeypatch.setattr("lopd.chunked.LOGITS_CHUNK", chunk)
     tr = make_trainer(tmp_path, "lopd", _apples_only(shop_traces, tmp_path / "apples.jsonl"),
                       "model.dtype=float64", "lopd.composer.qformer.dtype=float64", "rollouts_per_step=6",
                       "group_size=2", "lopd.composer.qformer.n_latents=4", "lopd.n_retrieved=2",
