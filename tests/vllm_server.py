@@ -44,7 +44,8 @@ def untied_base(root: Path) -> Path:
 
 
 def launch_server(root: Path, **cfg) -> tuple[object, Path]:
-    """(ServerPool of one launched vLLM server, the untied base dir it serves)."""
+    """(ServerPool of one launched vLLM server, the untied base dir it serves); skips without vLLM."""
+    require_vllm()
     base = untied_base(root)
     model, tok = pinned_model()
     ec = EngineConfig(kind="vllm", launch=1, port=free_port(), startup_timeout=900, **cfg)
