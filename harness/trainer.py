@@ -140,10 +140,26 @@ class Trainer:
         params = [p for p in self.scorer.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
         self.rollout_model = copy.deepcopy(self.template).eval() if fsdp else self.student
+        from harness.engines.hf import HFEngine
+
+        self.local_engine = HFEngine(self.rollout_model, self.tokenizer)
+        self.engine, self.teacher_engine = self.local_engine, None
+        try:
+            self._build(initial)
+        except BaseException:
+            self._close_engines()  # launched servers must not outlive a failed start
+            raise
+        self._open_logs()
+
+    def _build(self, initial: dict[str, torch.Tensor]) -> None:
+        """The learner, the task order, the engines, and the resumed state."""
+        cfg, gym = self.cfg, self._gym
+        self.teacher_engine = self._open_teachers(initial)
         self.ctx = LearnerContext(cfg=cfg, student=self.student, scorer=self.scorer, optimizer=self.optimizer,
                                   tokenizer=self.tokenizer, dist=self.dist, tasks=self.tasks, env_id=cfg.env.id,
                                   make_env=lambda: gym.make(cfg.env.id, **cfg.env.kwargs), initial_state=initial,
-                                  run_dir=self.run_dir, full_state=self.full_state, template=self.template)
+                                  run_dir=self.run_dir, full_state=self.full_state, template=self.template,
+                                  teacher_engine=self.teacher_engine)
         learner_cls = get_learner(cfg.learner)
         self.learner = learner_cls(self.ctx)
         self.group = 1 if not learner_cls.uses_rollouts else (cfg.group_size or learner_cls.default_group_size)
@@ -158,14 +174,9 @@ class Trainer:
         self.run_name = self.run_dir.name
         self._resumed_from: Path | None = None
         self.engine = self._open_engine()
-        try:
-            self._resume()
-            if self.engine is not self.local_engine and self._resumed_from is None:
-                self._refresh_engine()  # attached servers get the initial weights; every server is checked
-        except BaseException:
-            self.engine.close()  # launched servers must not outlive a failed start
-            raise
-        self._open_logs()
+        self._resume()
+        if self.engine is not self.local_engine and self._resumed_from is None:
+            self._refresh_engine()  # attached servers get the initial weights; every server is checked
 
     # ---- weights ----------------------------------------------------------------------------
     def full_state(self) -> dict[str, torch.Tensor]:
@@ -177,24 +188,58 @@ class Trainer:
         sd = get_model_state_dict(self.scorer, options=StateDictOptions(full_state_dict=True))
         return {k.removeprefix("lm."): v for k, v in sd.items()}
 
-    def _open_engine(self) -> Any:
-        """The in-process HF engine, or a pool of vLLM/SGLang servers (launched from, or synced to, the
-        initial weights and checked against the in-process model before any training)."""
-        from harness.engines.hf import HFEngine
+    @property
+    def sync_root(self) -> Path:
+        """Where the servers read weights from (a filesystem they share with rank 0)."""
+        return Path(self.cfg.engine.sync_dir or self.run_dir / "sync")
 
-        self.local_engine = HFEngine(self.rollout_model, self.tokenizer)
-        ec = self.cfg.engine
-        if ec.kind == "hf":
-            return self.local_engine
+    def _servers(self, ec: Any, model_dir: Path, log_dir: Path, name: str) -> Any:
         from harness.engines.server import open_servers
 
         if self.dist.enabled and ec.launch:
             raise ValueError("under torchrun, start the servers beside the job and attach with engine.urls")
-        self.sync_root = Path(ec.sync_dir or self.run_dir / "sync")
-        first = self._write_sync(0)
-        return open_servers(ec, model_dir=str(first), log_dir=self.run_dir / "servers",
+        return open_servers(ec, model_dir=str(model_dir.resolve()), log_dir=log_dir, served_name=name,
                             eos_token_ids=self.local_engine.eos_token_ids, dtype=self.cfg.model.dtype,
                             gpu=self.dist.device.type == "cuda", embedding=self.student.get_input_embeddings().weight)
+
+    def _open_engine(self) -> Any:
+        """The in-process HF engine, or a pool of vLLM/SGLang servers (launched from, or synced to, the
+        initial weights and checked against the in-process model before any training)."""
+        if self.cfg.engine.kind == "hf":
+            return self.local_engine
+        return self._servers(self.cfg.engine, self._write_sync(0), self.run_dir / "servers", "student")
+
+    def _open_teachers(self, initial: dict[str, torch.Tensor]) -> Any:
+        """Servers of the frozen initial model for teacher scoring (``engine.teacher_urls``/``teacher_launch``),
+        set to and checked against the initial weights; None without them."""
+        from dataclasses import replace
+
+        from harness.engines.hf import HFEngine
+        from harness.engines.server import check_servers, write_sync_checkpoint
+        from harness.learners.common import clone_model
+
+        ec = self.cfg.engine
+        if not (ec.teacher_urls or ec.teacher_launch):
+            return None
+        if ec.kind == "hf":
+            raise ValueError("engine.teacher_urls/teacher_launch need engine.kind vllm or sglang")
+        path = self.sync_root / "initial"
+        if self.dist.is_main:
+            write_sync_checkpoint(self.template, initial, self.tokenizer, path)
+        barrier(self.dist)
+        tcfg = replace(ec, urls=list(ec.teacher_urls), launch=ec.teacher_launch, port=ec.port + ec.launch)
+        pool = self._servers(tcfg, path, self.run_dir / "servers" / "teacher", "teacher")
+        try:
+            if self.dist.is_main:
+                if ec.teacher_urls:
+                    pool.update_weights(str(path.resolve()))
+                reference = HFEngine(clone_model(self.template, initial), self.tokenizer)
+                check_servers(pool, reference, self._probe(), ec.check_tolerance, "the teacher servers")
+            barrier(self.dist)
+        except BaseException:
+            pool.close()
+            raise
+        return pool
 
     def _write_sync(self, step: int) -> Path:
         """Rank 0 writes the student as ``sync/step-<step>`` for the servers (the previous one goes)."""
@@ -473,9 +518,11 @@ class Trainer:
             self.metrics.close()
         if self.traces is not None:
             self.traces.close()
-        self.engine.close()
-        if self.engine is not self.local_engine:
-            self.local_engine.close()
+        self._close_engines()
+
+    def _close_engines(self) -> None:
+        for eng in {id(e): e for e in (self.engine, self.teacher_engine, self.local_engine) if e is not None}.values():
+            eng.close()
 
 
 def example_config(name: str) -> Path:

@@ -67,6 +67,11 @@ class EngineConfig:
     """Seconds one request may take."""
     max_inflight: int = 64
     """Requests in flight per server; the server batches them continuously."""
+    teacher_urls: list[str] = field(default_factory=list)
+    """Servers holding the frozen initial model, for teacher scoring as top-k log-probs (OPSD and SDPO with
+    ema_rate 0 with a top-k + tail KL, GRPO's reference KL); never synced. Same kind as the rollout servers."""
+    teacher_launch: int = 0
+    """Teacher servers to start (ports after the rollout servers'); LOPD's latent teacher stays in-process."""
     sync_dir: str = ""
     """Where weights are written for the servers to reload (a filesystem they share); default <run_dir>/sync."""
     check_tolerance: float = 0.05

@@ -230,12 +230,58 @@ def seq_count(masks: Sequence[Sequence[int]]) -> int:
 
 # ---- the shared distillation update (OPSD, SDPO) ------------------------------------------
 
-def distill_update(ctx: Any, rollouts: Sequence[Any], prompts: Sequence[Sequence[int]], teacher: nn.Module,
+def frozen_teacher(ctx: Any, dcfg: Any = None) -> Any:
+    """The frozen initial model as a teacher: the run's teacher servers when it has them (they return
+    top-k log-probs, so only a top-k + tail KL can use them), else an in-process copy."""
+    if ctx.teacher_engine is None:
+        return TokenScorer(ctx.frozen_copy(), ctx.scorer.logits_chunk)
+    if dcfg is not None and dcfg.full_vocab:
+        raise ValueError(f"teacher servers return top-k log-probs, not logits: set {ctx.cfg.learner}.distill."
+                         "full_vocab=false (top-k + tail KL), or score in-process without engine.teacher_urls/"
+                         "teacher_launch")
+    return ctx.teacher_engine
+
+
+def served_rows(scores: Sequence[Any], idx: Sequence[int], positions: Tensor) -> list[Tensor]:
+    """Per row of a micro-batch, the indices into its ScoreOutput of the distributions that logits
+    positions ``positions`` [B, N] would give (row ``t - start`` predicts token ``t = position + 1``);
+    padded positions are clamped (their mask is 0)."""
+    return [(positions[b].cpu() + 1 - scores[i].start).clamp(0, max(len(scores[i]) - 1, 0))
+            for b, i in enumerate(idx)]
+
+
+def served_side(scores: Sequence[Any], idx: Sequence[int], positions: Tensor, device: Any) -> TeacherSide:
+    """:class:`TeacherSide` (top-k ids and log-probs) of a micro-batch from a server's scores."""
+    k = scores[idx[0]].topk_ids.shape[1]
+    ids = torch.zeros(*positions.shape, k, dtype=torch.long)
+    logp = torch.zeros(*positions.shape, k)
+    for b, (i, rows) in enumerate(zip(idx, served_rows(scores, idx, positions))):
+        if len(scores[i]):
+            ids[b], logp[b] = scores[i].topk_ids[rows], scores[i].topk_logprobs[rows]
+    return TeacherSide(ids.to(device), logp.to(device))
+
+
+def served_token_logprobs(scores: Sequence[Any], idx: Sequence[int], positions: Tensor, device: Any) -> Tensor:
+    """[B, N] the server's log-probs of the scored tokens at logits positions ``positions``."""
+    out = torch.zeros(positions.shape)
+    for b, (i, rows) in enumerate(zip(idx, served_rows(scores, idx, positions))):
+        if len(scores[i]):
+            out[b] = scores[i].token_logprobs[rows]
+    return out.to(device)
+
+
+def score_from(rows: Sequence[Sequence[int]], starts: Sequence[int]) -> list[int]:
+    """Valid scoring starts: ``starts`` clamped to each row (a row with nothing after it scores nothing)."""
+    return [max(1, min(s, len(r))) for r, s in zip(rows, starts)]
+
+
+def distill_update(ctx: Any, rollouts: Sequence[Any], prompts: Sequence[Sequence[int]], teacher: Any,
                    dcfg: Any, timer: Timer) -> dict[str, float]:
     """One student step on KL(student, teacher) over the rollouts' assistant tokens.
 
     ``prompts[i]`` is the teacher's prompt for ``rollouts[i]`` (privileged context inside);
-    ``teacher`` a frozen :class:`TokenScorer`. The per-token KL is ``dcfg``'s (direction, top-k +
+    ``teacher`` a frozen :class:`TokenScorer`, or an Engine of teacher servers (:func:`frozen_teacher`),
+    which scores every row in one batch of requests before the update. The per-token KL is ``dcfg``'s (direction, top-k +
     tail or full vocabulary, :func:`lopd.losses.distill_per_token`), reduced over the GLOBAL
     supervised-token count. With no supervised token anywhere, nothing is updated.
     """
@@ -250,14 +296,21 @@ def distill_update(ctx: Any, rollouts: Sequence[Any], prompts: Sequence[Sequence
     if n_tok == 0:
         return {"loss": 0.0, "distill_kl": 0.0, "tokens": 0.0, "grad_norm": 0.0, "skipped_update": 1.0}
     pid = pad_id(ctx.tokenizer)
+    scores = None
+    if not isinstance(teacher, nn.Module):
+        with timer("teacher"):
+            scores = teacher.score(t_rows, top_k=dcfg.top_k, start=score_from(t_rows, [len(p) for p in prompts]))
 
     def loss_fn(k: int, idx: list[int]) -> tuple[Tensor, dict[str, float]]:
         al = align_supervision([s_rows[i] for i in idx], [s_masks[i] for i in idx],
                                [t_rows[i] for i in idx], [t_masks[i] for i in idx])
         mask = al.mask.to(ctx.device)
         with timer("teacher"), torch.no_grad():
-            t_ids, t_attn = pad_rows([t_rows[i] for i in idx], pid, ctx.device)
-            side = teacher_side(teacher, t_ids, t_attn, al.teacher_pos, dcfg)
+            if scores is not None:
+                side = served_side(scores, idx, al.teacher_pos, ctx.device)
+            else:
+                t_ids, t_attn = pad_rows([t_rows[i] for i in idx], pid, ctx.device)
+                side = teacher_side(teacher, t_ids, t_attn, al.teacher_pos, dcfg)
         with timer("student"):
             s_ids, s_attn = pad_rows([s_rows[i] for i in idx], pid, ctx.device)
             per_tok, _ = distill_tokens(ctx.scorer, s_ids, s_attn, al.student_pos, dcfg, side)

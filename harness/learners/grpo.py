@@ -19,7 +19,8 @@ import torch
 
 from harness.distributed import sum_floats
 from harness.learners.base import Learner, LearnerContext, StepBatch
-from harness.learners.common import TokenScorer, Timer, pad_id, pad_rows, seq_count
+from harness.learners.common import (TokenScorer, Timer, frozen_teacher, pad_id, pad_rows, score_from, seq_count,
+                                     served_token_logprobs)
 from lopd.config import GRPOLossConfig
 from lopd.losses import group_advantages, grpo_loss, token_log_probs
 from lopd.supervision import align_supervision
@@ -48,7 +49,7 @@ class GRPOLearner(Learner):
         self.cfg: GRPOConfig = ctx.cfg.learner_config
         if self.cfg.ppo_epochs < 1:
             raise ValueError("grpo.ppo_epochs must be >= 1")
-        self.ref = TokenScorer(ctx.frozen_copy(), ctx.scorer.logits_chunk) if self.cfg.kl_coef else None
+        self.ref = frozen_teacher(ctx) if self.cfg.kl_coef else None
 
     def train_step(self, batch: StepBatch) -> dict[str, float]:
         ctx, cfg, timer = self.ctx, self.cfg, Timer()
@@ -61,6 +62,10 @@ class GRPOLearner(Learner):
         n_tok, n_seq = sum_floats([sum(map(sum, masks)), seq_count(masks)], ctx.dist)
         old: dict[int, torch.Tensor] = {}  # per micro-batch, from the first pass
         ref: dict[int, torch.Tensor] = {}
+        served = None  # the reference's scores from teacher servers, one batch of requests
+        if self.ref is not None and not isinstance(self.ref, TokenScorer) and rs:
+            with timer("teacher"):
+                served = self.ref.score(rows, top_k=0, start=score_from(rows, [r.prompt_len for r in rs]))
 
         def loss_fn(k: int, idx: list[int]) -> tuple[torch.Tensor, dict[str, float]]:
             al = align_supervision([rows[i] for i in idx], [masks[i] for i in idx],
@@ -71,7 +76,9 @@ class GRPOLearner(Learner):
                 logp = ctx.scorer(ids, attn, positions=al.student_pos, per_chunk=token_log_probs, args=(targets,))
             if k not in old:
                 old[k] = logp.detach() if cfg.old_logprobs == "current" else self._rollout_logp(rs, idx, al)
-                if self.ref is not None:
+                if served is not None:
+                    ref[k] = served_token_logprobs(served, idx, al.student_pos, ctx.device)
+                elif self.ref is not None:
                     with timer("teacher"), torch.no_grad():
                         ref[k] = self.ref(ids, attn, positions=al.student_pos, per_chunk=token_log_probs,
                                           args=(targets,))

@@ -21,7 +21,7 @@ from typing import Literal
 
 from harness.distributed import sum_floats
 from harness.learners.base import Learner, LearnerContext, StepBatch
-from harness.learners.common import Timer, TokenScorer, distill_update, teacher_prompt
+from harness.learners.common import Timer, distill_update, frozen_teacher, teacher_prompt
 from harness.learners.privileged import OracleSource, grow_bank, load_bank, make_embedder, reference_text
 from lopd.config import DistillConfig
 
@@ -53,7 +53,7 @@ class OPSDLearner(Learner):
     def __init__(self, ctx: LearnerContext):
         super().__init__(ctx)
         self.cfg: OPSDConfig = ctx.cfg.learner_config
-        self.teacher = TokenScorer(ctx.frozen_copy(), ctx.scorer.logits_chunk)
+        self.teacher = frozen_teacher(ctx, self.cfg.distill)
         self.bank = load_bank(ctx.cfg.bank) if self.cfg.oracle != "reference" else None
         self._env = None
         self._reference: dict[str, str | None] = {}  # reference solutions are fixed: computed once

@@ -23,7 +23,7 @@ import torch
 
 from harness.distributed import sum_floats
 from harness.learners.base import Learner, LearnerContext, StepBatch
-from harness.learners.common import Timer, TokenScorer, distill_update, teacher_prompt
+from harness.learners.common import Timer, TokenScorer, distill_update, frozen_teacher, teacher_prompt
 from harness.learners.privileged import episode_text
 from lopd.config import DistillConfig
 
@@ -63,7 +63,10 @@ class SDPOLearner(Learner):
         self.cfg: SDPOConfig = ctx.cfg.learner_config
         if not 0.0 <= self.cfg.ema_rate <= 1.0:
             raise ValueError("sdpo.ema_rate must lie in [0, 1]")
-        self.teacher = TokenScorer(ctx.frozen_copy(), ctx.scorer.logits_chunk)
+        if ctx.teacher_engine is not None and self.cfg.ema_rate:
+            raise ValueError("sdpo.ema_rate > 0 makes the teacher an EMA of the student, not the frozen base the "
+                             "teacher servers hold: set sdpo.ema_rate=0 or drop engine.teacher_urls/teacher_launch")
+        self.teacher = frozen_teacher(ctx, self.cfg.distill)
 
     def siblings(self, rollouts: list, r: Any) -> list:
         """The successful siblings ``r``'s teacher sees."""
@@ -100,7 +103,10 @@ class SDPOLearner(Learner):
             p.lerp_(full[name].to(device=p.device, dtype=p.dtype), rate)
 
     def state_dict(self) -> dict[str, Any]:
+        if not isinstance(self.teacher, TokenScorer):
+            return {}  # the frozen base on the teacher servers
         return {"teacher": {k: v.detach().cpu().clone() for k, v in self.teacher.lm.state_dict().items()}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.teacher.lm.load_state_dict(state["teacher"])
+        if "teacher" in state:
+            self.teacher.lm.load_state_dict(state["teacher"])
