@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from envs.trace import Episode, Step
-from harness.engines.base import EmbedOverride, Engine, EngineError, SamplingParams
+from harness.engines.base import EmbedOverride, Engine, EngineError, SamplingParams, row_seed
 
 _MARK = "\u2063LOPD_ASSISTANT_TURN\u2063"  # a string no template alters, to cut the observation delta
 
@@ -197,8 +197,6 @@ def rollout_in_flight(envs: Sequence[Any], engine: Engine, tokenizer: Any, *, sa
     samples with a seed derived from ``sampling.seed`` and ``i`` alone, so results do not depend on
     scheduling."""
     from concurrent.futures import ThreadPoolExecutor
-
-    from harness.engines.vllm import row_seed
 
     base = (sampling or SamplingParams()).validate()
     n = len(envs)

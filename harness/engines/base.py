@@ -215,3 +215,9 @@ def starts(start: int | Sequence[int], n: int, lengths: Sequence[int]) -> list[i
         if not 1 <= s <= length:
             raise EngineError(f"start {s} must be in [1, {length}] (position 0 has no prefix)")
     return out
+
+
+def row_seed(seed: int | None, row: int) -> int | None:
+    """A distinct seed per row of one call, for engines that send one request per row (G copies of a
+    prompt must not share a sample)."""
+    return None if seed is None else (int(seed) * 1_000_003 + row) % (2 ** 63 - 1)

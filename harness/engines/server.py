@@ -34,7 +34,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.engines.base import EmbedOverride, Engine, EngineError, GenerationOutput, SamplingParams, ScoreOutput
+from harness.engines.base import (EmbedOverride, Engine, EngineError, GenerationOutput, SamplingParams, ScoreOutput,
+                                  row_seed)
 from harness.engines.http import ServerUnavailableError
 
 EngineKind = Literal["hf", "vllm", "sglang"]
@@ -52,7 +53,8 @@ class EngineConfig:
     launch: int = 0
     """Servers to start on this machine (ports ``port``, ``port + 1``, ...); 0 attaches to ``urls``."""
     python: str = ""
-    """Interpreter with the server package; default: .venv-vllm/bin/python (``make vllm``) for vLLM, this one for SGLang."""
+    """Interpreter with the server package; default: .venv-vllm/bin/python (``make vllm``) for vLLM, this
+    one for SGLang."""
     host: str = "127.0.0.1"
     """Address launched servers listen on."""
     port: int = 8100
@@ -165,7 +167,8 @@ def _stop_all() -> None:
 atexit.register(_stop_all)
 
 
-def launch(cfg: EngineConfig, model_dir: str, log_dir: Path, *, dtype: str, served_name: str, gpu: bool) -> list[Server]:
+def launch(cfg: EngineConfig, model_dir: str, log_dir: Path, *, dtype: str, served_name: str,
+           gpu: bool) -> list[Server]:
     """Start ``cfg.launch`` servers, each in its own process group with its log in ``log_dir``."""
     log_dir.mkdir(parents=True, exist_ok=True)
     servers = []
@@ -242,8 +245,6 @@ class ServerPool(Engine):
 
     def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams | None = None,
                  overrides: Sequence[EmbedOverride | None] | None = None) -> list[GenerationOutput]:
-        from harness.engines.vllm import row_seed
-
         params = (params or SamplingParams()).validate()
         ovs = list(overrides) if overrides is not None else [None] * len(prompts)
         # A row's seed depends on its index only, never on which server it lands on.

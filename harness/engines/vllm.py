@@ -42,7 +42,7 @@ import torch
 
 from harness.engines.base import (
     EmbedOverride, Engine, EngineError, GenerationOutput, SamplingParams, ScoreOutput, check_overrides,
-    check_prompts, starts,
+    check_prompts, row_seed, starts,
 )
 from harness.engines.http import HTTPStatusError, JSONClient, ServerFeatureError, ServerUnavailableError
 from lopd.latent import inject
@@ -58,12 +58,6 @@ class VLLMFeatureError(ServerFeatureError):
 
 _START_HINT = ("start one with `VLLM_SERVER_DEV_MODE=1 .venv-vllm/bin/python -m vllm.entrypoints.openai.api_server "
                "--model <model> --port <port>` (`make vllm` builds .venv-vllm; see docs/GPU.md)")
-_SEED_MOD = 2 ** 63 - 1
-
-
-def row_seed(seed: int | None, row: int) -> int | None:
-    """A distinct seed per row of one call (one request per row, and G copies of a prompt must differ)."""
-    return None if seed is None else (int(seed) * 1_000_003 + row) % _SEED_MOD
 
 
 class VLLMEngine(Engine):
@@ -173,7 +167,8 @@ class VLLMEngine(Engine):
         ovs = check_overrides(overrides, [len(p) for p in ids])
 
         def one(i: int) -> GenerationOutput:
-            choice = self._complete({**self._prompt(ids[i], ovs[i]), **sampling_payload(params, row_seed(params.seed, i))})
+            sp = sampling_payload(params, row_seed(params.seed, i))
+            choice = self._complete({**self._prompt(ids[i], ovs[i]), **sp})
             return _parse_generation(choice, len(ids[i]))
 
         return self._map(one, len(ids))

@@ -115,7 +115,8 @@ class LearnerContext:
     """An unsharded module of the student's architecture, for copies (never trained)."""
     teacher_engine: Any = None
     """The frozen initial model on inference servers (``engine.teacher_urls``/``teacher_launch``), scoring
-    teachers as top-k log-probs; None: teachers are in-process copies (:func:`~harness.learners.common.frozen_teacher`)."""
+    teachers as top-k log-probs; None: teachers are in-process copies
+    (:func:`~harness.learners.common.frozen_teacher`)."""
 
     @property
     def device(self) -> torch.device:
