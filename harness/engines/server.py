@@ -284,6 +284,9 @@ def write_sync_checkpoint(template: Any, state: dict[str, Any], tokenizer: Any, 
     packs the head's matrix once, so a reload of tied embeddings leaves it stale (measured with vLLM
     0.32: greedy decodes diverge after the sync). Servers must be launched from such a directory too.
     """
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # one write per step: no bar each time
     sd = {k: v.detach().to("cpu") for k, v in state.items()}
     emb = next(k for k in sd if k.endswith("embed_tokens.weight"))
     if "lm_head.weight" not in sd or sd["lm_head.weight"].data_ptr() == sd[emb].data_ptr():
