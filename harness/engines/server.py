@@ -80,6 +80,17 @@ class EngineConfig:
     """Largest mean |log p| difference (nats) between a server and the in-process model on a probe sequence:
     checked before training (a wrong model is refused) and after every weight sync."""
 
+    def __post_init__(self) -> None:
+        if self.kind not in ("hf", "vllm", "sglang"):
+            raise ValueError(f"engine.kind must be hf, vllm or sglang, got {self.kind!r}")
+        if self.kind == "hf" and (self.urls or self.launch or self.teacher_urls or self.teacher_launch):
+            raise ValueError("engine.urls/launch/teacher_* need engine.kind vllm or sglang (hf runs in-process)")
+        if min(self.launch, self.teacher_launch, self.max_inflight - 1) < 0:
+            raise ValueError("engine.launch and teacher_launch must be >= 0, max_inflight >= 1")
+        bad = [u for u in self.urls + self.teacher_urls if not u.startswith(("http://", "https://"))]
+        if bad:
+            raise ValueError(f"engine URLs must start with http:// or https://, got {bad[0]!r}")
+
 
 @dataclass(eq=False)
 class Server:
@@ -100,20 +111,20 @@ class Server:
         return out
 
     def stop(self, grace: float = 15.0) -> None:
-        """SIGTERM the process group, then SIGKILL after ``grace`` seconds."""
+        """SIGTERM the process group, wait up to ``grace`` seconds for its leader, then SIGKILL whatever
+        of the group is left (workers that outlive the leader included)."""
         p = self.process
-        if p is None or p.poll() is not None:
+        if p is None:
             return
-        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        for sig in (signal.SIGTERM, signal.SIGKILL):
             try:
                 os.killpg(p.pid, sig)
             except ProcessLookupError:
-                return
+                break
             try:
-                p.wait(wait)
-                return
+                p.wait(grace if sig == signal.SIGTERM else 5.0)
             except subprocess.TimeoutExpired:
-                continue
+                pass
 
 
 def log_tail(path: Path, lines: int = 15) -> str:

@@ -129,3 +129,22 @@ def test_weight_update_takes_effect_and_tied_heads_are_written_untied(hf, vllm_s
     finally:
         restore_base(pool, base)
     assert pool.engines[0].generate([p], sp)[0].token_ids == hf.generate([p], sp)[0].token_ids
+
+
+def test_lopd_eval_through_the_server_equals_the_hf_engine(vllm_server, tmp_path):
+    """`lopd eval --engine vllm --server-url ...` at temperature 0: the same episodes as `--engine hf`."""
+    from envs.trace import read_traces
+    from harness.cli import main
+    from vllm_server import PINNED
+
+    pool, _ = vllm_server
+    common = ["eval", "--env", "shop-v0", "--model", str(PINNED), "--n-samples", "2", "--temperature", "0",
+              "--max-new-tokens", "48", "--max-turns", "3", "--quiet"]
+    assert main([*common, "--engine", "hf", "--out", str(tmp_path / "hf")]) == 0
+    assert main([*common, "--engine", "vllm", "--server-url", pool.servers[0].url, "--out", str(tmp_path / "v")]) == 0
+
+    def episodes(d):
+        return sorted((e.task_id, e.meta["sample"], [s.token_ids for s in e.steps], e.reward)
+                      for e in read_traces(d / "traces.jsonl"))
+
+    assert episodes(tmp_path / "hf") == episodes(tmp_path / "v") and len(episodes(tmp_path / "v")) == 4
