@@ -61,8 +61,11 @@ class EngineConfig:
     """First port of launched servers."""
     extra_args: list[str] = field(default_factory=list)
     """Extra command-line arguments of launched servers (tensor parallelism, memory, ...)."""
-    cpu_args: list[str] = field(default_factory=lambda: ["--enforce-eager", "--kv-cache-memory-bytes", "1073741824"])
-    """Arguments added for a launched vLLM server when the trainer has no GPU (CPU backend defaults)."""
+    cpu_args: list[str] = field(default_factory=lambda: ["--enforce-eager", "--kv-cache-memory-bytes", "1073741824",
+                                                         "--no-enable-chunked-prefill"])
+    """Arguments added for a launched vLLM server when the trainer has no GPU (CPU backend defaults; see
+    docs/GPU.md: vLLM 0.32's CPU worker crashes on a seeded request whose prompt is prefilled in chunks,
+    so prompts prefill whole, with ``--max-num-batched-tokens`` set to the model's context length)."""
     startup_timeout: float = 900.0
     """Seconds a launched server may take to answer /health."""
     request_timeout: float = 600.0
@@ -143,7 +146,8 @@ def server_command(cfg: EngineConfig, model_dir: str, port: int, dtype: str, ser
         argv = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model_dir,
                 "--served-model-name", served_name, "--host", cfg.host, "--port", str(port), "--dtype", dtype,
                 "--enable-prompt-embeds"]
-        argv += [] if gpu else list(cfg.cpu_args)
+        if not gpu:
+            argv += list(cfg.cpu_args) + ["--max-num-batched-tokens", str(context_length(model_dir))]
         env = {"VLLM_SERVER_DEV_MODE": "1"}  # /collective_rpc and /reset_prefix_cache, for weight sync
     elif cfg.kind == "sglang":
         python = cfg.python or sys.executable
@@ -156,6 +160,16 @@ def server_command(cfg: EngineConfig, model_dir: str, port: int, dtype: str, ser
         hint = " (run `make vllm` to build it)" if cfg.kind == "vllm" else ""
         raise EngineError(f"engine.python {python} does not exist{hint}")
     return argv + list(cfg.extra_args), env
+
+
+def context_length(model_dir: str, default: int = 8192) -> int:
+    """The model's context length (``max_position_embeddings`` of its config.json)."""
+    import json
+
+    try:
+        return int(json.loads((Path(model_dir) / "config.json").read_text())["max_position_embeddings"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return default
 
 
 def _die_with_parent() -> None:

@@ -148,3 +148,14 @@ def test_lopd_eval_through_the_server_equals_the_hf_engine(vllm_server, tmp_path
                       for e in read_traces(d / "traces.jsonl"))
 
     assert episodes(tmp_path / "hf") == episodes(tmp_path / "v") and len(episodes(tmp_path / "v")) == 4
+
+
+def test_many_long_seeded_prompts_in_flight(hf, vllm):
+    """Regression: vLLM 0.32's CPU worker crashed ("CPU Generator does not use offset") when a seeded
+    request's prompt was prefilled in chunks, which many long prompts in flight force; launched CPU
+    servers prefill prompts whole (EngineConfig.cpu_args)."""
+    g = torch.Generator().manual_seed(0)
+    ps = [torch.randint(10, 2000, (1500,), generator=g).tolist() for _ in range(24)]
+    outs = vllm.generate(ps, SamplingParams(temperature=0.7, max_new_tokens=8, seed=1))
+    assert len(outs) == 24 and all(len(o.token_ids) >= 1 for o in outs)
+    assert vllm.health()
