@@ -254,7 +254,7 @@ def served_side(scores: Sequence[Any], idx: Sequence[int], positions: Tensor, de
     """:class:`TeacherSide` (top-k ids and log-probs) of a micro-batch from a server's scores."""
     k = scores[idx[0]].topk_ids.shape[1]
     ids = torch.zeros(*positions.shape, k, dtype=torch.long)
-    logp = torch.zeros(*positions.shape, k)
+    logp = torch.zeros(*positions.shape, k, dtype=scores[idx[0]].topk_logprobs.dtype)
     for b, (i, rows) in enumerate(zip(idx, served_rows(scores, idx, positions))):
         if len(scores[i]):
             ids[b], logp[b] = scores[i].topk_ids[rows], scores[i].topk_logprobs[rows]
@@ -263,7 +263,7 @@ def served_side(scores: Sequence[Any], idx: Sequence[int], positions: Tensor, de
 
 def served_token_logprobs(scores: Sequence[Any], idx: Sequence[int], positions: Tensor, device: Any) -> Tensor:
     """[B, N] the server's log-probs of the scored tokens at logits positions ``positions``."""
-    out = torch.zeros(positions.shape)
+    out = torch.zeros(positions.shape, dtype=scores[idx[0]].token_logprobs.dtype)
     for b, (i, rows) in enumerate(zip(idx, served_rows(scores, idx, positions))):
         if len(scores[i]):
             out[b] = scores[i].token_logprobs[rows]

@@ -35,7 +35,9 @@ import torch
 
 from harness.distributed import sum_floats, sync_gradients
 from harness.learners.base import Learner, LearnerContext, StepBatch
-from harness.learners.common import TeacherSide, Timer, distill_tokens, pad_id, pad_rows, seq_count
+from harness.engines.base import EmbedOverride
+from harness.learners.common import (TeacherSide, Timer, distill_tokens, pad_id, pad_rows, score_from, seq_count,
+                                     served_side, served_token_logprobs)
 from harness.learners.latent_teacher import latent_teacher_hidden, latent_teacher_prompt, teacher_head
 from harness.learners.privileged import grow_bank, load_bank, make_embedder, retrieve_texts
 from lopd.chunked import chunked_head, topk_and_targets
@@ -101,6 +103,8 @@ class LOPDLearner(Learner):
         if self.cfg.composer_init:
             self.composer.load_trainable_state_dict(torch.load(self.cfg.composer_init, map_location=ctx.device))
         self.composer.set_trainable(self.cfg.train_composer)
+        if self._served_teacher() and self.cfg.distill.full_vocab:
+            raise ValueError("teacher servers return top-k log-probs, not logits: set lopd.distill.full_vocab=false")
         oc = self.cfg.composer_optim
         self.optimizer = torch.optim.AdamW(self.composer.trainable_parameters(), lr=oc.lr, weight_decay=oc.weight_decay)
         self.dual = DualVariable(self.cfg.margin)
@@ -168,16 +172,21 @@ class LOPDLearner(Learner):
         al = align_supervision([step.s_rows[i] for i in idx], [step.s_masks[i] for i in idx],
                                [step.t_rows[i] for i in idx], [step.t_masks[i] for i in idx])
         mask, targets, pid = al.mask.to(ctx.device), al.targets.to(ctx.device), pad_id(ctx.tokenizer)
-        with timer("teacher"), torch.set_grad_enabled(cfg.train_composer):
-            t_ids, t_attn = pad_rows([step.t_rows[i] for i in idx], pid, ctx.device)
-            t_h = latent_teacher_hidden(self.composer, t_ids, t_attn, [step.t_pos[i] for i in idx],
-                                        [x if x.numel() else None for x in lats], al.teacher_pos, al.mask)
-            # per chunk of positions: top-k ids, their log-probs and the sampled tokens' (gradients
-            # into the latents; the backward recomputes each chunk's logits)
-            head = teacher_head(self.composer)
-            top_ids, t_top, t_tgt = chunked_head(head, t_h, partial(topk_and_targets, k=cfg.distill.top_k),
-                                                 targets, chunk=ctx.scorer.logits_chunk)
-            side = TeacherSide(top_ids, t_top.detach(), t_h.detach() if cfg.distill.full_vocab else None, head)
+        if self._served_teacher():
+            with timer("teacher"):
+                side, t_tgt = self._score_on_server(step, idx, lats, al)
+                top_ids, t_top = side.ids, side.logp
+        else:
+            with timer("teacher"), torch.set_grad_enabled(cfg.train_composer):
+                t_ids, t_attn = pad_rows([step.t_rows[i] for i in idx], pid, ctx.device)
+                t_h = latent_teacher_hidden(self.composer, t_ids, t_attn, [step.t_pos[i] for i in idx],
+                                            [x if x.numel() else None for x in lats], al.teacher_pos, al.mask)
+                # per chunk of positions: top-k ids, their log-probs and the sampled tokens' (gradients
+                # into the latents; the backward recomputes each chunk's logits)
+                head = teacher_head(self.composer)
+                top_ids, t_top, t_tgt = chunked_head(head, t_h, partial(topk_and_targets, k=cfg.distill.top_k),
+                                                     targets, chunk=ctx.scorer.logits_chunk)
+                side = TeacherSide(top_ids, t_top.detach(), t_h.detach() if cfg.distill.full_vocab else None, head)
         with timer("student"):
             s_ids, s_attn = pad_rows([step.s_rows[i] for i in idx], pid, ctx.device)
             per_tok, s_logp = distill_tokens(ctx.scorer, s_ids, s_attn, al.student_pos, cfg.distill, side,
@@ -198,6 +207,23 @@ class LOPDLearner(Learner):
                           "c_kl": float(terms.kl.sum()), "delta": float(terms.delta.sum()),
                           "delta_w": float((terms.delta * counts).sum()), "count": float(counts.sum()),
                           "anchor": float(terms.anchor.sum())}
+
+    def _served_teacher(self) -> bool:
+        """Score the latent teacher on the teacher servers: only with a frozen composer (a trained one
+        needs the backward through the teacher's logits, so in-process scoring is not extra work)."""
+        return self.ctx.teacher_engine is not None and not self.cfg.train_composer
+
+    def _score_on_server(self, step: _Step, idx: list[int], lats: list, al: Any) -> tuple[TeacherSide, torch.Tensor]:
+        """(top-k side, log-probs of the sampled tokens) of the latent teacher from the teacher servers:
+        the latents travel as embedding overrides (SGLang's ``input_embeds``; vLLM 0.32 refuses)."""
+        rows = [step.t_rows[i] for i in idx]
+        ovs = [EmbedOverride(step.t_pos[i], lat.detach()) if step.t_pos[i] else None for i, lat in zip(idx, lats)]
+        starts = score_from(rows, [len(r) - len(step.rollouts[i].traj.token_ids) + step.rollouts[i].prompt_len
+                                   for r, i in zip(rows, idx)])
+        scores = self.ctx.teacher_engine.score(rows, top_k=self.cfg.distill.top_k, start=starts, overrides=ovs)
+        at = list(range(len(idx)))
+        return (served_side(scores, at, al.teacher_pos, self.ctx.device),
+                served_token_logprobs(scores, at, al.teacher_pos, self.ctx.device))
 
     def _compose(self, task_ids: list[str], step: _Step, timer: Timer) -> tuple[dict, dict]:
         """Latents c_phi (with gradients when the composer trains) and anchors c_phi0 per task."""

@@ -140,3 +140,33 @@ def test_module_doctests():
 
     result = doctest.testmod(mod)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_frozen_composer_teacher_scored_by_an_engine_equals_in_process(tmp_path, shop_traces):
+    """With a frozen composer and teacher servers, the latent teacher is scored by the engine (latents as
+    embedding overrides). An in-process HFEngine stands in for the SGLang server (whose request shape
+    tests/harness/engines/test_sglang.py checks): the step equals the in-process teacher's, in float64,
+    within float64 rounding of two summation orders (~ 25 matmuls x width 384 x 1.1e-16 x |logit| 30 =
+    3e-11 per log-prob; bounded here by 1e-9 relative). AdamW's step has slope at most lr/eps = 1e5 in
+    the gradient, where |g| ~ eps = 1e-8 and its error is ~1e-24: parameters within 1e-12."""
+    from harness.engines import HFEngine
+
+    extra = ("lopd.train_composer=false", "lopd.composer.qformer.n_latents=2", "model.dtype=float64",
+             "lopd.composer.qformer.dtype=float64", "seed=3")
+    runs = []
+    for served in (False, True):
+        tr = make_trainer(tmp_path / str(served), "lopd", shop_traces, *extra)
+        if served:
+            tr.ctx.teacher_engine = HFEngine(tr.ctx.frozen_copy(), tr.tokenizer)
+        assert tr.learner._served_teacher() == served
+        batch, _ = tr.collect(1)
+        assert any(p for p in tr.learner._step_rows(batch.rollouts, {r.task.task_id: r.task for r in batch.rollouts},
+                                                    {r.task.task_id: ["x"] for r in batch.rollouts}).t_pos)
+        m = tr.learner.train_step(batch)
+        runs.append((m, {k: v.detach().clone() for k, v in tr.student.named_parameters()}))
+        tr.close()
+    (a, pa), (b, pb) = runs
+    for k in ("loss", "distill_kl", "composer/kl", "composer/delta", "composer/loss", "grad_norm"):
+        assert abs(a[k] - b[k]) <= 1e-9 * (1 + abs(a[k])), (k, a[k], b[k])
+    assert b["time/teacher"] > 0 and a["no_latent_frac"] == b["no_latent_frac"] < 1
+    assert all(torch.allclose(pa[k], pb[k], rtol=0, atol=1e-12) for k in pa)
