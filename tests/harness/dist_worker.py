@@ -22,6 +22,10 @@ from harness.trainer import Trainer
 
 def main(batch_file: str, out_file: str, overrides: list[str]) -> None:
     torch.set_num_threads(1)
+    if os.environ.get("LOPD_TEST_LOGITS_CHUNK"):  # the test's chunked-head case
+        import lopd.chunked
+
+        lopd.chunked.LOGITS_CHUNK = int(os.environ["LOPD_TEST_LOGITS_CHUNK"])
     trainer = Trainer(load_config(TrainConfig, None, overrides))
     rollouts = torch.load(batch_file, weights_only=False)
     groups = sorted({r.group for r in rollouts})

@@ -28,10 +28,11 @@ def _batch(tmp_path: Path, learner: str, traces: Path, extra: list[str]) -> Path
     return path
 
 
-def _run(n: int, batch: Path, out: Path, args: list[str]) -> dict:
+def _run(n: int, batch: Path, out: Path, args: list[str], chunk: int | None = None) -> dict:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(n),
            str(WORKER), str(batch), str(out), *args]
-    r = subprocess.run(cmd, env=SUBPROCESS_ENV, capture_output=True, text=True, timeout=900)
+    env = SUBPROCESS_ENV if chunk is None else {**SUBPROCESS_ENV, "LOPD_TEST_LOGITS_CHUNK": str(chunk)}
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     return torch.load(out, weights_only=False)
 
@@ -60,15 +61,18 @@ def step_atol(lr: float) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("learner,strategy", [("lopd", "ddp"), ("grpo", "fsdp")])
-def test_two_processes_match_one(tmp_path, learner, strategy):
+@pytest.mark.parametrize("learner,strategy,chunk", [("lopd", "ddp", None), ("grpo", "fsdp", None),
+                                                    ("grpo", "fsdp", 5)])
+def test_two_processes_match_one(tmp_path, learner, strategy, chunk):
+    """``chunk``: the LM head over chunks of that many positions (checkpointed, lopd.chunked), whose
+    backward recomputes the head inside FSDP's root backward."""
     traces = write_shop_expert_traces(tmp_path / "expert.jsonl")
     lr = 1e-3
     extra = ["rollouts_per_step=8", f"distributed.strategy={strategy}", f"optim.lr={lr}", "model.dtype=float64",
              "lopd.composer.qformer.dtype=float64"]
     batch = _batch(tmp_path, learner, traces, extra)
     args = small_overrides(tmp_path / "run", learner, traces, *extra)
-    one, two = _run(1, batch, tmp_path / "one.pt", args), _run(2, batch, tmp_path / "two.pt", args)
+    one, two = _run(1, batch, tmp_path / "one.pt", args, chunk), _run(2, batch, tmp_path / "two.pt", args, chunk)
     assert one["world"] == 1 and two["world"] == 2
     assert 0 < one["metrics"]["tokens"] == two["metrics"]["tokens"] <= N_MAX
     assert two["metrics"]["loss"] == pytest.approx(one["metrics"]["loss"], rel=0, abs=SUM_ATOL)
