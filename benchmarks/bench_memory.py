@@ -13,8 +13,10 @@ supervised tokens), all in ONE micro-batch, and takes learner steps. Reported: t
 
 Chunk ``0`` is the old code path (the whole [N, V] logits, no checkpoint: ``lopd.chunked``'s
 ``LOGITS_CHUNK = 0``); a case that needs more than the cap reports ``> cap`` (a MemoryError in
-its process, never the machine's OOM killer). ``--vocab 1024 --repeat 4`` times the tiny model's
-own vocabulary instead (what chunking costs a demo-sized step).
+its process, never the machine's OOM killer). What chunking costs a small model's step:
+``--vocab 1024 --tokens 4096 --row-tokens 256 --interleave --repeat 6`` times the tiny model's own
+vocabulary, the chunk sizes alternating in one process (a shared machine disturbs that far less
+than separate runs).
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ def write_shop_traces(path: Path) -> None:
             break
     with TraceWriter(path) as w:
         w.write(Episode(env_id="lopd/shop-v0", task_id="apples", split="train", seed=0, messages=u.messages,
-                        tools=u.tools.schemas, steps=u.steps, reward=u.final_reward, terminated=term, truncated=trunc))
+                        tools=u.tools.schemas, steps=u.steps, reward=u.final_reward, terminated=term,
+                        truncated=trunc))
 
 
 def save_wide_model(path: Path, vocab: int) -> None:
@@ -98,11 +101,10 @@ def rss_mib() -> float:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
 
 
-def run_case(args: argparse.Namespace) -> dict:
-    """One case in this process (the ``--one`` child): build, then step; peak RSS above the start."""
+def build(args: argparse.Namespace):
+    """The trainer of ``args.one`` on the widened model and its synthetic batch (see synthetic_batch)."""
     import torch
 
-    import lopd.chunked
     from harness.config import load_config
     from harness.learners.common import Timer
     from harness.train_config import TrainConfig
@@ -110,7 +112,6 @@ def run_case(args: argparse.Namespace) -> dict:
 
     torch.set_num_threads(args.threads)
     Timer.with_cpu = True
-    lopd.chunked.LOGITS_CHUNK = args.chunk
     rows = max(1, args.tokens // args.row_tokens)
     learner = args.one
     overrides = [f"learner={learner}", f"run_dir={args.work}/run-{learner}", "env.id=lopd/shop-v0",
@@ -121,27 +122,57 @@ def run_case(args: argparse.Namespace) -> dict:
                  f"bank.traces=[{args.work}/shop.jsonl]", "bank.embedder=hashing", "lopd.allow_self_retrieval=true"]
     tr = Trainer(load_config(TrainConfig, None, overrides))
     batch, prompt_len = synthetic_batch(tr, rows, args.row_tokens)
+    return tr, batch, {"rows": rows, "padded_tokens": rows * (prompt_len + args.row_tokens)}
+
+
+def cpu_step(tr, batch) -> tuple[float, dict]:
+    """One learner step: its CPU seconds (a crowded machine disturbs them far less than wall time), metrics."""
+    t0 = time.process_time()
+    m = tr.learner.train_step(batch)
+    return time.process_time() - t0, m
+
+
+def run_case(args: argparse.Namespace) -> dict:
+    """One case in this process (the ``--one`` child): build, then step; peak RSS above the start."""
+    import lopd.chunked
+
+    lopd.chunked.LOGITS_CHUNK = args.chunk
+    tr, batch, shape = build(args)
     base = rss_mib()
-    times = []
     try:
-        for _ in range(args.repeat):
-            t0 = time.process_time()  # CPU seconds: a crowded machine disturbs them far less than wall time
-            m = tr.learner.train_step(batch)
-            times.append(time.process_time() - t0)
+        steps = [cpu_step(tr, batch) for _ in range(args.repeat)]
     except (MemoryError, RuntimeError) as e:  # torch's allocator raises RuntimeError("... can't allocate ...")
         return {"error": f"{type(e).__name__}: {str(e)[:120]}"}
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"peak_mib": peak - base, "base_mib": base, "step_cpu_s": statistics.median(times[1:] or times),
-            "tokens": m["tokens"], "rows": rows, "padded_tokens": rows * (prompt_len + args.row_tokens),
-            "phases_cpu_s": {k[4:]: v for k, v in m.items() if k.startswith("cpu/")}}
+    m = steps[-1][1]
+    cpu = statistics.median(t for t, _ in steps[1:] or steps)
+    return {"peak_mib": peak - base, "base_mib": base, "step_cpu_s": cpu,
+            "tokens": m["tokens"], **shape, "phases_cpu_s": {k[4:]: v for k, v in m.items() if k.startswith("cpu/")}}
 
 
-def child(args: argparse.Namespace, learner: str, tokens: int, chunk: int) -> dict:
-    """``run_case`` in a fresh process whose address space is capped at ``--cap-gib``."""
+def run_interleaved(args: argparse.Namespace) -> dict:
+    """``--interleave``: one trainer, steps alternating between the chunk sizes (order flipped every
+    round, after a warm-up step), so both see the same process and machine: median CPU s per chunk."""
+    import lopd.chunked
+
+    tr, batch, shape = build(args)
+    cpu_step(tr, batch)
+    times: dict[int, list[float]] = {c: [] for c in args.chunks}
+    for i in range(args.repeat):
+        for c in args.chunks if i % 2 == 0 else args.chunks[::-1]:
+            lopd.chunked.LOGITS_CHUNK = c
+            times[c].append(cpu_step(tr, batch)[0])
+    return {"step_cpu_s": {str(c): statistics.median(t) for c, t in times.items()}, **shape}
+
+
+def child(args: argparse.Namespace, learner: str, tokens: int, chunk: int | None) -> dict:
+    """``run_case`` (``chunk`` None: ``run_interleaved``) in a fresh process whose address space is
+    capped at ``--cap-gib``."""
     cap = int(args.cap_gib * 1024**3)
-    cmd = [sys.executable, __file__, "--one", learner, "--tokens-one", str(tokens), "--chunk", str(chunk),
-           "--vocab", str(args.vocab), "--row-tokens", str(args.row_tokens), "--repeat", str(args.repeat),
-           "--threads", str(args.threads), "--work", args.work]
+    cmd = [sys.executable, __file__, "--one", learner, "--tokens-one", str(tokens), "--vocab", str(args.vocab),
+           "--row-tokens", str(args.row_tokens), "--repeat", str(args.repeat), "--threads", str(args.threads),
+           "--work", args.work]
+    cmd += ["--interleave", "--chunks", *map(str, args.chunks)] if chunk is None else ["--chunk", str(chunk)]
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "TOKENIZERS_PARALLELISM": "false"}
     r = subprocess.run(cmd, env=env, capture_output=True, text=True,
                        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (cap, cap)))
@@ -155,6 +186,27 @@ def cell(res: dict, cap_gib: float) -> str:
     return f"> {cap_gib:g} GiB cap" if "error" in res else f"{res['peak_mib']:,.0f} MiB, {res['step_cpu_s']:.1f} s"
 
 
+def run_table(args: argparse.Namespace) -> list[dict]:
+    """Every (learner, tokens) row: one capped child per chunk (peak MiB, CPU s), or with
+    ``--interleave`` one child alternating the chunks (CPU s each, and the last over the first)."""
+    heads = [f"chunk {c}" if c else "unchunked" for c in args.chunks] + (["ratio"] if args.interleave else [])
+    print(f"{'learner':8s} {'tokens':>7s}  " + "  ".join(f"{h:>24s}" for h in heads), flush=True)
+    results = []
+    for learner in args.learners:
+        for tokens in args.tokens:
+            if args.interleave:
+                r = child(args, learner, tokens, None)
+                results.append({"learner": learner, "tokens": tokens, **r})
+                t = [r["step_cpu_s"][str(c)] for c in args.chunks] if "error" not in r else []
+                cells = [f"{x:.2f} s" for x in t] + [f"{t[-1] / t[0]:.3f}x"] if t else ["error"]
+            else:
+                row = {c: child(args, learner, tokens, c) for c in args.chunks}
+                results += [{"learner": learner, "tokens": tokens, "chunk": c, **r} for c, r in row.items()]
+                cells = [cell(r, args.cap_gib) for r in row.values()]
+            print(f"{learner:8s} {tokens:7d}  " + "  ".join(f"{c:>24s}" for c in cells), flush=True)
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tokens", type=int, nargs="*", default=[4096, 16384], help="supervised tokens per micro-batch")
@@ -163,7 +215,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="positions per LM-head chunk; 0 = unchunked (the code before chunking)")
     ap.add_argument("--vocab", type=int, default=QWEN3_VOCAB)
     ap.add_argument("--row-tokens", type=int, default=1024, help="supervised tokens per rollout")
-    ap.add_argument("--repeat", type=int, default=1, help="learner steps per case (time: median after the first)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="learner steps per case (time: median after the first); rounds with --interleave")
+    ap.add_argument("--interleave", action="store_true",
+                    help="time only: one process per row, its steps alternating between the chunks")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per case")
     ap.add_argument("--cap-gib", type=float, default=14.0, help="address-space cap of each case's process")
     ap.add_argument("--work", default="/tmp/lopd-bench-memory", help="scratch directory (model, bank, runs)")
@@ -174,22 +229,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.one:
         args.tokens = args.tokens_one
-        print(json.dumps(run_case(args)))
+        print(json.dumps(run_interleaved(args) if args.interleave else run_case(args)))
         return 0
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     write_shop_traces(work / "shop.jsonl")
     if not (work / f"model-{args.vocab}" / "config.json").exists():
         save_wide_model(work / f"model-{args.vocab}", args.vocab)
-    results = []
-    print(f"{'learner':8s} {'tokens':>7s}  " + "  ".join(f"{'chunk ' + str(c) if c else 'unchunked':>24s}"
-                                                         for c in args.chunks), flush=True)
-    for learner in args.learners:
-        for tokens in args.tokens:
-            row = {c: child(args, learner, tokens, c) for c in args.chunks}
-            results += [{"learner": learner, "tokens": tokens, "chunk": c, **r} for c, r in row.items()]
-            print(f"{learner:8s} {tokens:7d}  " + "  ".join(f"{cell(r, args.cap_gib):>24s}" for r in row.values()),
-                  flush=True)
+    results = run_table(args)
     meta = {"date": date.today().isoformat(), "machine": platform.platform(), "cpus": os.cpu_count(),
             "args": {k: v for k, v in vars(args).items() if k not in ("one", "tokens_one", "chunk")}}
     if args.out:
