@@ -36,6 +36,9 @@ class ModelConfig:
     weights (the numerics tests' setting, where rounding is negligible)."""
     device: str = "cpu"
     """``cpu``, ``cuda`` or ``auto`` (CUDA when available)."""
+    logits_chunk: int = 1024
+    """Positions per LM-head chunk in every loss (each chunk's [chunk, vocab] logits are reduced at once and
+    recomputed in the backward; 0: one chunk, the whole micro-batch). A memory knob: results do not depend on it."""
 
 
 @dataclass

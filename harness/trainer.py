@@ -131,10 +131,13 @@ class Trainer:
 
         self.student, self.tokenizer = load_student(cfg, self.dist.device)
         self.student.train()
-        initial = {k: v.detach().clone() for k, v in self.student.state_dict().items()}
+        # Kept on the CPU: frozen copies load from it; on a GPU it would take a model's worth of memory.
+        initial = {k: v.detach().to("cpu", copy=True) for k, v in self.student.state_dict().items()}
         fsdp = self.dist.enabled and cfg.distributed.strategy == "fsdp"
         self.template = copy.deepcopy(self.student) if fsdp else self.student
-        self.scorer = TokenScorer(self.student)
+        if cfg.model.logits_chunk < 0:
+            raise ValueError("model.logits_chunk must be >= 0")
+        self.scorer = TokenScorer(self.student, cfg.model.logits_chunk)
         if fsdp:
             apply_fsdp(self.scorer, self.student.get_decoder().layers)
         params = [p for p in self.scorer.parameters() if p.requires_grad]
