@@ -364,7 +364,7 @@ def open_servers(cfg: EngineConfig, *, model_dir: str, log_dir: Path, eos_token_
                for s in servers]
     pool = ServerPool(engines, servers)
     try:
-        wait_healthy(servers, engines, cfg.startup_timeout if cfg.launch else 30.0)
+        wait_healthy(servers, engines, cfg.startup_timeout if cfg.launch else min(cfg.startup_timeout, 30.0))
     except BaseException:
         pool.close()
         raise
