@@ -89,7 +89,7 @@ def test_a_killed_server_is_named_and_a_restart_resumes_exactly(vllm_server, tra
     pool, base = vllm_server
     url = pool.servers[0].url
     # One request in flight: the server's batches (and so its float rounding) do not depend on timing.
-    extra = ["generations=12", "checkpoint.every_steps=1", "engine.kind=vllm", "engine.max_inflight=1", "seed=3"]
+    extra = ["generations=8", "checkpoint.every_steps=1", "engine.kind=vllm", "engine.max_inflight=1", "seed=3"]
     ref = Trainer(config(tmp_path / "ref", "grpo", traces, *extra, f"engine.urls=[{url}]"))
     try:
         ref.run()
