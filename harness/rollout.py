@@ -147,11 +147,7 @@ def rollout(envs: Sequence[Any], engine: Engine, tokenizer: Any, *, sampling: Sa
     """
     cfg = config or RolloutConfig()
     base = (sampling or SamplingParams()).validate()
-    n = len(envs)
-    seeds = list(seeds) if seeds is not None else [None] * n
-    options = list(options) if options is not None else [None] * n
-    if len(seeds) != n or len(options) != n:
-        raise ValueError("seeds and options need one entry per env")
+    seeds, options = _per_env(len(envs), seeds, options)
     eos = set(engine.eos_token_ids) | set(base.stop_token_ids)
     live: list[_Live] = []
     for env, seed, opt in zip(envs, seeds, options):
@@ -200,10 +196,7 @@ def rollout_in_flight(envs: Sequence[Any], engine: Engine, tokenizer: Any, *, sa
 
     base = (sampling or SamplingParams()).validate()
     n = len(envs)
-    seeds = list(seeds) if seeds is not None else [None] * n
-    options = list(options) if options is not None else [None] * n
-    if len(seeds) != n or len(options) != n:
-        raise ValueError("seeds and options need one entry per env")
+    seeds, options = _per_env(n, seeds, options)
     tok = tokenizer if isinstance(tokenizer, LockedTokenizer) else LockedTokenizer(tokenizer)
 
     def one(i: int) -> Trajectory:
@@ -229,6 +222,15 @@ class LockedTokenizer:
             with self._lock:
                 return attr(*a, **k)
         return locked
+
+
+def _per_env(n: int, seeds: Sequence[int | None] | None,
+             options: Sequence[dict[str, Any] | None] | None) -> tuple[list[Any], list[Any]]:
+    seeds = list(seeds) if seeds is not None else [None] * n
+    options = list(options) if options is not None else [None] * n
+    if len(seeds) != n or len(options) != n:
+        raise ValueError("seeds and options need one entry per env")
+    return seeds, options
 
 
 def _play_turn(x: _Live, out: Any, tokenizer: Any, cfg: RolloutConfig, eos: set[int], t_gen: float) -> None:

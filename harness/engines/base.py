@@ -217,6 +217,19 @@ def starts(start: int | Sequence[int], n: int, lengths: Sequence[int]) -> list[i
     return out
 
 
+def score_args(sequences: Sequence[Sequence[int]], top_k: int, start: int | Sequence[int],
+               overrides: Sequence[EmbedOverride | None] | None, vocab_size: int | None = None,
+               hidden: int | None = None) -> tuple[list[list[int]], list[EmbedOverride | None], list[int]]:
+    """:meth:`Engine.score`'s arguments validated: (sequences, one override or None each, starts)."""
+    seqs = check_prompts(sequences, vocab_size, what="sequence")
+    lengths = [len(s) for s in seqs]
+    ovs = check_overrides(overrides, lengths, hidden)
+    st = starts(start, len(seqs), lengths)
+    if top_k < 0 or (vocab_size is not None and top_k > vocab_size):
+        raise EngineError(f"top_k must be in [0, {vocab_size or 'vocab'}], got {top_k}")
+    return seqs, ovs, st
+
+
 def row_seed(seed: int | None, row: int) -> int | None:
     """A distinct seed per row of one call, for engines that send one request per row (G copies of a
     prompt must not share a sample)."""

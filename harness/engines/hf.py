@@ -34,7 +34,7 @@ from transformers import DynamicCache
 
 from harness.engines.base import (
     EmbedOverride, Engine, EngineError, GenerationOutput, SamplingParams, ScoreOutput, check_overrides,
-    check_prompts, starts,
+    check_prompts, score_args,
 )
 from lopd.latent import inject
 from lopd.losses import upcast
@@ -370,12 +370,8 @@ class HFEngine(Engine):
     @torch.no_grad()
     def score(self, sequences: Sequence[Sequence[int]], *, top_k: int = 20, start: int | Sequence[int] = 1,
               overrides: Sequence[EmbedOverride | None] | None = None) -> list[ScoreOutput]:
-        seqs = check_prompts(sequences, self.vocab_size, what="sequence")
+        seqs, ovs, st = score_args(sequences, top_k, start, overrides, self.vocab_size, self.hidden_size)
         lengths = [len(s) for s in seqs]
-        ovs = check_overrides(overrides, lengths, self.hidden_size)
-        st = starts(start, len(seqs), lengths)
-        if top_k < 0 or top_k > self.vocab_size:
-            raise EngineError(f"top_k must be in [0, {self.vocab_size}], got {top_k}")
         was_training = self.model.training
         self.model.eval()
         try:

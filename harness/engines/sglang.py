@@ -41,7 +41,7 @@ import torch
 
 from harness.engines.base import (
     EmbedOverride, Engine, EngineError, GenerationOutput, SamplingParams, ScoreOutput, check_overrides,
-    check_prompts, starts,
+    check_prompts, score_args,
 )
 from harness.engines.http import HTTPStatusError, JSONClient, ServerFeatureError, ServerUnavailableError
 from lopd.latent import inject
@@ -232,12 +232,7 @@ class SGLangEngine(Engine):
     # ---- scoring --------------------------------------------------------------------------
     def score(self, sequences: Sequence[Sequence[int]], *, top_k: int = 20, start: int | Sequence[int] = 1,
               overrides: Sequence[EmbedOverride | None] | None = None) -> list[ScoreOutput]:
-        seqs = check_prompts(sequences, what="sequence")
-        lengths = [len(s) for s in seqs]
-        ovs = check_overrides(overrides, lengths)
-        st = starts(start, len(seqs), lengths)
-        if top_k < 0:
-            raise EngineError(f"top_k must be >= 0, got {top_k}")
+        seqs, ovs, st = score_args(sequences, top_k, start, overrides)
         results: list[ScoreOutput | None] = [None] * len(seqs)
         for rows in self._groups(len(seqs), ovs):
             # One request per start position keeps logprob_start_len a plain int per request.

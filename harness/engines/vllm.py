@@ -42,7 +42,7 @@ import torch
 
 from harness.engines.base import (
     EmbedOverride, Engine, EngineError, GenerationOutput, SamplingParams, ScoreOutput, check_overrides,
-    check_prompts, row_seed, starts,
+    check_prompts, row_seed, score_args,
 )
 from harness.engines.http import HTTPStatusError, JSONClient, ServerFeatureError, ServerUnavailableError
 from lopd.latent import inject
@@ -176,12 +176,7 @@ class VLLMEngine(Engine):
     # ---- scoring ------------------------------------------------------------------------------
     def score(self, sequences: Sequence[Sequence[int]], *, top_k: int = 20, start: int | Sequence[int] = 1,
               overrides: Sequence[EmbedOverride | None] | None = None) -> list[ScoreOutput]:
-        seqs = check_prompts(sequences, what="sequence")
-        lengths = [len(s) for s in seqs]
-        ovs = check_overrides(overrides, lengths)
-        st = starts(start, len(seqs), lengths)
-        if top_k < 0:
-            raise EngineError(f"top_k must be >= 0, got {top_k}")
+        seqs, ovs, st = score_args(sequences, top_k, start, overrides)
 
         def one(i: int) -> ScoreOutput:
             try:
