@@ -26,7 +26,7 @@ demo: $(STAMP)
 # pytest exits 5 when it collected no tests: a failure of the suite (make exits 2 on it), named here
 # because make's own exit status cannot tell it apart.
 test: $(STAMP)
-	$(PY) -m pytest -q || { rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests" >&2; exit $$rc; }
+	$(PY) -m pytest -q --durations=30 || { rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests" >&2; exit $$rc; }
 
 test-quick: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"

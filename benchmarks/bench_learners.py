@@ -82,7 +82,8 @@ def run_one(learner: str, args: argparse.Namespace) -> dict:
                  f"rollout.max_turns={args.max_turns}", "log.progress=false", "log.traces=false",
                  "eval.at_start=false", "eval.at_end=false", "eval.every_generations=0", "checkpoint.every_steps=0",
                  "checkpoint.resume=false", f"bank.path={args.work}/bank", "opsd.oracle=bank",
-                 f"sft.data=[{args.work}/sft.jsonl]", "optim.lr=1e-4"]
+                 f"sft.data=[{args.work}/sft.jsonl]", "optim.lr=1e-4",
+                 "lopd.composer_init=random"]  # step cost does not depend on the composer's weights
     if args.max_train_tasks:  # a small task set: from the second epoch on, LOPD's anchor latents are cached
         overrides.append(f"env.max_train_tasks={args.max_train_tasks}")
     if learner == "lopd" and args.lopd_group_size:

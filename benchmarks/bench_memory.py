@@ -119,7 +119,8 @@ def build(args: argparse.Namespace):
                  f"group_size={min(rows, 4) if learner == 'grpo' else 1}", "micro_batch_tokens=100000000",
                  "log.progress=false", "log.traces=false", "eval.at_start=false", "eval.at_end=false",
                  "eval.every_generations=0", "checkpoint.every_steps=0", "checkpoint.resume=false",
-                 f"bank.traces=[{args.work}/shop.jsonl]", "bank.embedder=hashing", "lopd.allow_self_retrieval=true"]
+                 f"bank.traces=[{args.work}/shop.jsonl]", "bank.embedder=hashing", "lopd.allow_self_retrieval=true",
+                 "lopd.composer_init=random"]  # memory does not depend on the composer's weights
     tr = Trainer(load_config(TrainConfig, None, overrides))
     batch, prompt_len = synthetic_batch(tr, rows, args.row_tokens)
     return tr, batch, {"rows": rows, "padded_tokens": rows * (prompt_len + args.row_tokens)}

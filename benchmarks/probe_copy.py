@@ -8,7 +8,7 @@ Kinds: ``word`` (a whole-word token: a name, title, product, ...), ``number`` (a
 number token, or a digit) and ``other`` (markup, JSON keys, tool names). A base that has learnt the
 procedures but cannot copy scores high on ``other`` and near zero on ``word``; rollouts then fail
 every check (each needs a copied name or id). The kinds are meant for bases built with the former
-``tokenizer="words"`` option (benchmarks/RESULTS.md, "Micro-world base model"; such a base still
+``tokenizer="words"`` option (docs/MICRO.md, "Building the micro-world base"; such a base still
 loads); in a "bpe" base, the only kind the code now builds, a name is several pieces, counted as
 ``other``.
 """

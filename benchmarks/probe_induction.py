@@ -1,5 +1,5 @@
 """Probe: how fast the tiny Qwen3 learns to copy a span of random tokens (induction), with
-``harness.pretrain.pretrain``. See benchmarks/RESULTS.md, "Micro-world base model".
+``harness.pretrain.pretrain``. See docs/MICRO.md, "Building the micro-world base".
 
     python benchmarks/probe_induction.py --pool 100 --epochs 4                 # variable offset
     python benchmarks/probe_induction.py --pool 100 --epochs 2 --fixed         # fixed offset

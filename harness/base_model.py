@@ -120,7 +120,7 @@ class BaseModelConfig:
     """Noisy-expert trajectories in the corpus."""
     n_referenced: int = 2400
     """Referenced trajectories in the corpus. They teach following a reference; more of them raise the
-    reward with a reference and lower it without (benchmarks/RESULTS.md, "Fifth round")."""
+    reward with a reference and lower it without (docs/MICRO.md, "Fifth round")."""
     success: dict[str, float] = field(default_factory=dict)
     """Per-domain overrides of the noisy expert's probability of the right procedure (empty: defaults)."""
     corpus_seed: int = 0
@@ -134,7 +134,7 @@ class BaseModelConfig:
     """Words renamed entities and copy drills get: "fresh" (a new pseudo-word on every draw,
     base_corpus.fresh_word: nothing to learn by heart, so only copying predicts them) or "pseudo" (the
     fixed pool of 480 pseudo-words, which a base learns by heart and then finishes held-out names
-    with; benchmarks/RESULTS.md, "Fourth round")."""
+    with; docs/MICRO.md, "Fourth round")."""
     n_copy_drills: int = 48000
     """Copy drills fitted before the world corpus (one epoch): a user message of random pseudo-names
     and ids that the assistant repeats. They grow the induction (copy) circuits that reading ids
@@ -152,7 +152,7 @@ class BaseModelConfig:
     key_tokens: bool = True
     """One token per dict key as calls and results write it (``"owner": "``, ``'account_id': '``), and
     half of the copy drills become key-value recall drills over those keys: copying a value from
-    after its key is then one induction step (benchmarks/RESULTS.md, "Third round")."""
+    after its key is then one induction step (docs/MICRO.md, "Third round")."""
     preset: str = "1m"
     """Tiny model preset (harness.models.PRESETS)."""
     rope_theta: float = 10000.0

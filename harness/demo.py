@@ -68,26 +68,34 @@ class DemoConfig:
     it, so while that code changes a pinned base keeps a long comparison on one model."""
     seeds: list[int] = field(default_factory=lambda: [0])
     """Training seeds; every run spec trains once per seed."""
-    generations: int = 192
-    """Rollout budget of every run (episodes played for training)."""
-    rollouts_per_step: int = 16
+    generations: int = 96
+    """Rollout budget of every run (episodes played for training). The demo's default is a live check of the
+    pipeline that fits ``make demo``'s 10 minutes; the comparison (benchmarks/protocols/) runs 640."""
+    rollouts_per_step: int = 32
     """Episodes per step (a multiple of GRPO's and SDPO's group size 4)."""
     eval_every: int = 32
     """Evaluate on held-out tasks whenever the generation count crosses a multiple of this."""
     eval_tasks: int = 30
-    """Held-out eval tasks (the first N of the eval split; each played once, greedily)."""
+    """Held-out tasks evaluated (the first N of ``eval_split``; each played once, greedily)."""
+    eval_split: Literal["eval", "val"] = "eval"
+    """The split evaluated during training: ``eval`` (the test tasks, which tables report) or ``val`` (the
+    validation tasks, which a tuning sweep reads)."""
+    val_tasks: int = 0
+    """Validation tasks of the world (``MicroEnv``'s ``n_val``): eval-split tasks after the test ones, with the
+    held-out vocabulary; the test tasks are the same whatever this is."""
     max_new_tokens: int = 96
     """Tokens per assistant turn (training, evaluation and the bank rollouts)."""
     max_turns: int = 8
     """Assistant turns per episode (every micro-world procedure ends within 6)."""
-    bank_tasks: int = 600
-    """Training tasks the base plays once each (temperature ``bank_temperature``) to fill the bank (600:
-    every training task of the default world, so that every procedure has a chance to be in it)."""
+    bank_tasks: int = 300
+    """Training tasks the base plays once each (temperature ``bank_temperature``) to fill the bank (the
+    comparison plays all 600, so that every procedure has a chance to be in it; the demo half)."""
     bank_temperature: float = 0.7
     """Sampling temperature of the bank rollouts (the training rollouts' temperature)."""
-    min_bank: int = 60
+    min_bank: int = 0
     """When fewer successful base episodes than this exist, the scripted expert's episodes on training
-    tasks top the bank up to this size (reported as ``bank.expert``). 0 never adds any."""
+    tasks top the bank up to this size (reported as ``bank.expert``, data the base did not generate).
+    0 (the default) never adds any."""
     embedder: Literal["model", "hashing"] = "model"
     """Bank retrieval embeddings: the bank's MiniLM model, or the lexical hashing embedder (no model)."""
     coldstart_source: Literal["base", "referenced"] = "referenced"
@@ -96,13 +104,13 @@ class DemoConfig:
     token, so the latents learn to stay out of the way and carry nothing). ``referenced``: successful
     episodes of the base given the task's top-1 bank experience as a text reference, which include
     tasks it fails alone; the latents must then carry what the text carried."""
-    coldstart_tasks: int = 300
+    coldstart_tasks: int = 150
     """Training tasks the base plays with a text reference for ``coldstart_source=referenced`` (the
     comparison plays all 600)."""
-    coldstart_steps: int = 100
+    coldstart_steps: int = 40
     """Composer cold-start steps (LOPD runs). On the r14 base the latent teacher's held-out reward
     grows with them: 0.30 without context, 0.37 after 40 steps of 4, 0.48 after 200 of 8, against
-    0.55 with the same top-1 experience as text (RESULTS.md); the demo's 100 of 8 fit its 10 minutes,
+    0.55 with the same top-1 experience as text (docs/MICRO.md); the demo's 40 of 8 fit its 10 minutes,
     the comparison runs 200 of 8."""
     coldstart_batch: int = 8
     """Cold-start pairs per step."""
@@ -136,9 +144,11 @@ def load_base_dir(path: str | os.PathLike) -> tuple[Any, Any, dict[str, Any]]:
     return model, tok, info
 
 
-def env_kwargs(base: BaseModelConfig) -> dict[str, Any]:
-    """``gym.make("lopd/micro-v0", **env_kwargs(base))`` is the env the base was trained for."""
-    return {"seed": base.world_seed, "n_train": base.n_train, "n_eval": base.n_eval, "prompt": base.prompt}
+def env_kwargs(base: BaseModelConfig, n_val: int = 0) -> dict[str, Any]:
+    """``gym.make("lopd/micro-v0", **env_kwargs(base))`` is the env the base was trained for (with ``n_val``
+    validation tasks when given)."""
+    kw = {"seed": base.world_seed, "n_train": base.n_train, "n_eval": base.n_eval, "prompt": base.prompt}
+    return {**kw, "n_val": n_val} if n_val else kw
 
 
 def _key(*parts: Any) -> str:
@@ -293,7 +303,8 @@ def run_overrides(cfg: DemoConfig, base_path: str, bank: Path, spec: RunSpec, se
     return [
         f"run_dir={run_dir}", f"seed={seed}", f"generations={cfg.generations}",
         f"rollouts_per_step={cfg.rollouts_per_step}", f"model.path={base_path}",
-        f"env.kwargs={json.dumps(env_kwargs(cfg.base))}", f"sampling.max_new_tokens={cfg.max_new_tokens}",
+        f"env.kwargs={json.dumps(env_kwargs(cfg.base, cfg.val_tasks))}", f"env.eval_split={cfg.eval_split}",
+        f"sampling.max_new_tokens={cfg.max_new_tokens}",
         f"rollout.max_turns={cfg.max_turns}", f"eval.every_generations={cfg.eval_every}",
         f"eval.max_tasks={cfg.eval_tasks}", "eval.temperature=0.0", "eval.at_start=true", "eval.at_end=true",
         "checkpoint.every_steps=0", "checkpoint.keep=1", f"log.progress={str(cfg.progress and cfg.jobs == 1).lower()}",
@@ -302,9 +313,11 @@ def run_overrides(cfg: DemoConfig, base_path: str, bank: Path, spec: RunSpec, se
     ]
 
 
-def needs_coldstart(cfg: DemoConfig, spec: RunSpec, train_cfg: Any) -> bool:
-    """Whether the demo warms this run's composer: an LOPD run with no ``lopd.composer_init`` of its own."""
-    return spec.learner == "lopd" and train_cfg.lopd.composer_init is None and cfg.coldstart_steps > 0
+def needs_coldstart(cfg: DemoConfig, spec: RunSpec) -> bool:
+    """Whether the demo warms this run's composer: an LOPD run whose overrides name no ``lopd.composer_init``
+    (the packaged config's own path is for ``lopd prepare``, not for the demo's cached cold starts)."""
+    given = any(o.startswith("lopd.composer_init=") for o in [*cfg.overrides, *spec.overrides])
+    return spec.learner == "lopd" and not given and cfg.coldstart_steps > 0
 
 
 def coldstart(cfg: DemoConfig, train_cfg: Any, overrides: list[str], bank: Path, traces: list[Path],
@@ -428,7 +441,7 @@ def plan_runs(cfg: DemoConfig, specs: list[RunSpec], base_path: str, bank: Path,
             run_dir = out / "runs" / f"{spec.label}-s{seed}"
             ov = run_overrides(cfg, base_path, bank, spec, seed, run_dir)
             tcfg = load_config(TrainConfig, example_config(spec.learner), ov)
-            if needs_coldstart(cfg, spec, tcfg):
+            if needs_coldstart(cfg, spec):
                 path, built = coldstart(cfg, tcfg, ov, bank, cs_traces, cache)
                 coldstarts[spec.label] = {"path": str(path), "cached": not built}
                 if built:  # the cold start above named its temporary folder

@@ -144,3 +144,48 @@ def plot_curves(report: dict[str, Any], out: str | os.PathLike, title: str | Non
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
+
+
+SHIPPED = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "micro" / "equal_data" / "report.json"
+"""The shipped full-budget comparison (``benchmarks/compare.py``'s analysis of the headline protocol)."""
+
+
+def live_caveat(report: dict[str, Any]) -> str:
+    """One plain sentence on what a short live run can and cannot show."""
+    cfg = report["config"]
+    n = cfg["eval_tasks"]
+    return (f"The live run above is {len(cfg['seeds'])} seed(s) of {cfg['generations']} generations scored on {n} test "
+            f"tasks (one task moves the mean by {1 / max(n, 1):.3f}): it shows that every stage runs and that the "
+            "reward moves, but it cannot rank the learners, whose seed-to-seed spread at this budget is as large "
+            "as their gap; the ranking is the shipped result below.")
+
+
+def shipped_summary(path: str | os.PathLike = SHIPPED) -> str:
+    """The shipped comparison's headline: final test reward and generations-to-threshold with their 95%
+    intervals and the budgets, per learner, with the command that reproduces it."""
+    path = Path(path)
+    if not path.is_file():
+        return (f"No shipped full-budget result in this checkout ({path}); "
+                "`python benchmarks/compare.py` makes it (benchmarks/RESULTS.md says how long it takes).")
+    import json
+
+    a = json.loads(path.read_text(encoding="utf-8"))
+    cfg, thr = a["config"], a["threshold"]
+    lines = [f"Shipped result ({path.parent}, protocol {a['protocol']['name']}): {len(a['protocol']['seeds'])} seeds, "
+             f"{a['test_tasks']} test tasks, {cfg['generations']} generations, every learner tuned on validation "
+             f"with the same number of configurations; mean [95% bootstrap interval]. Reproduce: "
+             f"`{a['command']}`", "",
+             f"{'learner':<12} {'final test reward':<24} {'generations to ' + format(thr['value'], '.3f'):<24} "
+             "total episodes (RL + bank + cold start)"]
+    for label, v in a["specs"].items():
+        c, t, b = v["curve"][-1], v["to_threshold"], v["budget"]
+        gens = (f"not within {cfg['generations']}" if t["point"] is None
+                else f"{t['point']} [{t['lo']}, {'n.r.' if t['hi'] is None else t['hi']}]")
+        lines.append(f"{label:<12} {c['mean']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}]{'':<4} {gens:<24} "
+                     f"{b['total']} ({b['rl']} + {b['bank']} + {b['coldstart']})")
+    p = a["paired"].get("grpo")
+    if p:
+        f = p["final"]
+        lines += ["", f"LOPD minus GRPO at the full budget: {f['diff']:+.3f} [{f['lo']:+.3f}, {f['hi']:+.3f}], "
+                      f"paired bootstrap p = {f['p']:.3f} (threshold: {thr['learner']}'s final, {thr['value']:.3f})."]
+    return "\n".join(lines)

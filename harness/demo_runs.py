@@ -97,12 +97,41 @@ def _spec_file(run_dir: Path) -> Path:
 def same_run(saved: dict[str, Any] | None, want: dict[str, Any]) -> bool:
     """Whether a finished run's saved spec trains the same run as ``want``. Progress bars and the run's
     folder are not part of it, so an output folder can be moved, or assembled from links to runs of
-    several comparisons, and still be reused."""
-    def identity(spec: dict[str, Any]) -> tuple[Any, list[str]]:
-        return spec.get("version"), [o for o in spec.get("overrides", [])
-                                     if not o.startswith(("log.progress=", "run_dir="))]
+    several comparisons, and still be reused. The resolved configs must agree on every key the saved one
+    holds: a changed value (an edited packaged file, a new default) retrains; a field added to the code since,
+    absent from the saved config, does not."""
+    def overrides(spec: dict[str, Any]) -> list[str]:
+        return [o for o in spec.get("overrides", []) if not o.startswith(("log.progress=", "run_dir="))]
 
-    return isinstance(saved, dict) and identity(saved) == identity(want)
+    if not isinstance(saved, dict) or saved.get("version") != want.get("version"):
+        return False
+    old, new = _flat(saved.get("config") or {}), _flat(want.get("config") or {})
+    return overrides(saved) == overrides(want) and all(k in new and new[k] == v for k, v in old.items())
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and v:
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def resolved_config(ov: list[str]) -> dict[str, Any]:
+    """The run's whole TrainConfig as plain data (its packaged config with ``ov`` applied; the folder and the
+    progress bars left out), saved with the run and compared by :func:`same_run`."""
+    from harness.config import load_config, to_dict
+    from harness.train_config import TrainConfig
+    from harness.trainer import example_config
+
+    learner = next(o.split("=", 1)[1] for o in ov if o.startswith("learner="))
+    rest = [o for o in ov if not o.startswith(("learner=", "run_dir=", "log.progress="))]
+    d = json.loads(json.dumps(to_dict(load_config(TrainConfig, example_config(learner), rest)), default=str))
+    d.pop("run_dir", None)
+    d.get("log", {}).pop("progress", None)
+    return d
 
 
 def train_stage(cfg: DemoConfig, jobs: list[tuple], timings: dict[str, float]) -> dict[str, dict[str, Any]]:
@@ -126,7 +155,7 @@ def runs_to_train(cfg: DemoConfig, jobs: list[tuple]) -> list[tuple]:
     spec the run will record); a stale or unfinished folder is deleted (a link to one: the link only)."""
     todo = []
     for spec, seed, run_dir, ov in jobs:
-        want = {"version": DEMO_VERSION, "overrides": ov}
+        want = {"version": DEMO_VERSION, "overrides": ov, "config": resolved_config(ov)}
         sf = _spec_file(run_dir)
         if sf.is_file() and same_run(json.loads(sf.read_text()).get("spec"), want) and complete(run_dir, cfg):
             continue

@@ -64,8 +64,8 @@ class EvalRunConfig:
     envs: list[str]
     """Registered env ids (``lopd/...``); each is one benchmark split or category."""
     model: str
-    """Model directory (weights + tokenizer). With a server engine only its tokenizer and config are read
-    (and a launched server loads it)."""
+    """Model directory (weights + tokenizer), or ``micro:pinned`` (the pinned micro base). With a server
+    engine only its tokenizer and config are read (and a launched server loads it)."""
     out: str
     """Output directory (created; an existing one is resumed)."""
     engine: EngineConfig = field(default_factory=EngineConfig)
@@ -403,19 +403,21 @@ def build_engine(cfg: EvalRunConfig) -> tuple[Any, Any]:
     from harness.engines import HFEngine
     from harness.engines.server import open_servers
     from harness.models import load_tokenizer
+    from harness.pinned_base import resolve_model_path
 
+    model = resolve_model_path(cfg.model)
     if cfg.engine.kind == "hf":
         import torch
 
         device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = cfg.dtype or ("bfloat16" if str(device).startswith("cuda") else "float32")
-        eng = HFEngine.from_pretrained(cfg.model, dtype=dtype if dtype == "auto" else getattr(torch, dtype),
+        eng = HFEngine.from_pretrained(model, dtype=dtype if dtype == "auto" else getattr(torch, dtype),
                                        device=device)
         return eng, eng.tokenizer
-    tok = load_tokenizer(cfg.model)
-    pool = open_servers(cfg.engine, model_dir=str(Path(cfg.model).resolve()), log_dir=Path(cfg.out) / "servers",
-                        eos_token_ids=_eos_ids(cfg.model, tok), dtype=cfg.dtype or "auto",
-                        gpu=_has_cuda(), served_name=Path(cfg.model).name or "model")
+    tok = load_tokenizer(model)
+    pool = open_servers(cfg.engine, model_dir=str(Path(model).resolve()), log_dir=Path(cfg.out) / "servers",
+                        eos_token_ids=_eos_ids(model, tok), dtype=cfg.dtype or "auto",
+                        gpu=_has_cuda(), served_name=Path(model).name or "model")
     return pool, tok
 
 
@@ -426,8 +428,11 @@ def _has_cuda() -> bool:
 
 
 def _settings(cfg: EvalRunConfig) -> dict[str, Any]:
+    from harness.pinned_base import resolve_model_path
+
     d = asdict(cfg)
-    d["model"] = str(Path(cfg.model).resolve()) if Path(cfg.model).exists() else cfg.model
+    model = resolve_model_path(cfg.model)  # an alias and its folder are one model to a resumed run
+    d["model"] = str(Path(model).resolve()) if Path(model).exists() else cfg.model
     return d
 
 

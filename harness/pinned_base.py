@@ -10,6 +10,9 @@ the pinned base is still the model that recipe made. Re-pin after changing the r
     make pin-base                # the same
 
 ``tests/harness/test_pinned_base.py`` fails while the pinned base is stale, naming that command.
+
+A train config names it as ``model: {path: "micro:pinned"}`` (:func:`resolve_model_path`), as the
+packaged configs do; ``lopd eval --model micro:pinned`` too.
 """
 
 from __future__ import annotations
@@ -24,6 +27,29 @@ from harness.atomic_dir import build_dir
 
 PINNED_DIR = Path(__file__).resolve().parent / "pinned_base"
 """Where the pinned base lies (a ``save_pretrained`` folder with ``base_info.json``)."""
+
+
+PINNED_ALIAS = "micro:pinned"
+"""The model path that stands for :data:`PINNED_DIR` (``model.path``, ``lopd eval --model``)."""
+
+
+def resolve_model_path(path: str) -> str:
+    """``path`` as a loader takes it: :data:`PINNED_ALIAS` becomes the pinned folder; anything else
+    (a directory, ``tiny:<preset>``) is returned as it is.
+
+    >>> resolve_model_path("tiny:1m")
+    'tiny:1m'
+    """
+    if path != PINNED_ALIAS:
+        if path.startswith("micro:"):
+            raise ValueError(f"unknown model alias {path!r}; the micro world's base is {PINNED_ALIAS!r}")
+        return path
+    missing = [n for n in ("base_info.json", "config.json", "model.safetensors", "tokenizer.json")
+               if not (PINNED_DIR / n).is_file()]
+    if missing:
+        raise FileNotFoundError(f"model {PINNED_ALIAS}: no pinned base at {PINNED_DIR} (missing {', '.join(missing)}); "
+                                "build and pin one with `lopd pretrain --pin` (or `make pin-base`)")
+    return str(PINNED_DIR)
 
 
 def pinned_info(pinned_dir: Path | None = None) -> dict[str, Any] | None:

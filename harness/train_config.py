@@ -28,7 +28,9 @@ class ModelConfig:
     """The student (and the initial model every frozen teacher copies)."""
 
     path: str = "tiny:1m"
-    """A local HF model directory, or ``tiny:<preset>`` for the project's tiny Qwen3 (1m, 5m)."""
+    """A local HF model directory; ``micro:pinned`` for the micro world's pinned base (the folder
+    ``harness/pinned_base/``, trained for ``lopd/micro-v0`` with the env kwargs in its ``base_info.json``);
+    or ``tiny:<preset>`` for a randomly initialised tiny Qwen3 (1m, 5m), which scores 0 on any env."""
     tiny_seed: int = 0
     """Initialisation seed of a ``tiny:`` model."""
     dtype: Literal["float32", "bfloat16", "float64"] = "float32"

@@ -90,15 +90,17 @@ class EpochSampler:
 
 
 def load_student(cfg: TrainConfig, device: torch.device) -> tuple[torch.nn.Module, Any]:
-    """The initial student and its tokenizer (``tiny:<preset>`` or a local HF directory)."""
+    """The initial student and its tokenizer (``tiny:<preset>``, ``micro:pinned`` or a local HF directory)."""
     from harness.models import build_tiny_model, load_model
+    from harness.pinned_base import resolve_model_path
 
     dtype = getattr(torch, cfg.model.dtype)
-    if cfg.model.path.startswith("tiny:"):
-        model, tok = build_tiny_model(cfg.model.path.split(":", 1)[1], seed=cfg.model.tiny_seed)
+    path = resolve_model_path(cfg.model.path)
+    if path.startswith("tiny:"):
+        model, tok = build_tiny_model(path.split(":", 1)[1], seed=cfg.model.tiny_seed)
         model = model.to(dtype=dtype)
     else:
-        model, tok = load_model(cfg.model.path, dtype=dtype)
+        model, tok = load_model(path, dtype=dtype)
     return model.to(device), tok
 
 

@@ -12,6 +12,7 @@ what a tiny model trained on 2 CPU cores can afford; the episode rules are the s
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
 from envs.core import Task
@@ -53,7 +54,10 @@ class MicroEnv(EnvScalerEnv):
         cache_dir: where built worlds are kept (default ``$LOPD_CACHE_DIR`` or ``~/.cache/lopd``).
         prompt: "full" (the authors' system prompt and the Qwen tools block) or "compact"
             (:func:`compact_system_prompt`).
-        split: "train", "eval" or None (both). Other keyword arguments go to :class:`EnvScalerEnv`.
+        n_val: validation tasks: eval-split tasks ``n_eval .. n_eval + n_val - 1`` of the same world, with
+            split "val". They share the held-out vocabulary and the domain mix of the eval (test) tasks, and
+            the eval tasks stay the first ``n_eval``, so a tuning sweep reads "val" and reports "eval".
+        split: "train", "val", "eval" or None (all). Other keyword arguments go to :class:`EnvScalerEnv`.
     """
 
     def __init__(
@@ -62,19 +66,31 @@ class MicroEnv(EnvScalerEnv):
         n_train: int = DEFAULT_N_TRAIN,
         n_eval: int = DEFAULT_N_EVAL,
         *,
+        n_val: int = 0,
         cache_dir: str | os.PathLike | None = None,
         prompt: str = "full",
         **kwargs,
     ):
         if prompt not in PROMPTS:
             raise ValueError(f"prompt must be one of {PROMPTS}, got {prompt!r}")
+        if not isinstance(n_val, int) or isinstance(n_val, bool) or n_val < 0:
+            raise ValueError(f"n_val must be an int >= 0, got {n_val!r}")
         super().__init__(None, None, **kwargs)
         self.world_seed, self.n_train, self.n_eval, self.cache_dir = seed, n_train, n_eval, cache_dir
-        self.prompt = prompt
+        self.n_val, self.prompt = n_val, prompt
 
     def _paths(self) -> tuple[PathsArg, PathsArg]:
-        files = cached_world(self.world_seed, self.n_train, self.n_eval, self.cache_dir)
+        files = cached_world(self.world_seed, self.n_train, self.n_eval + self.n_val, self.cache_dir)
         return files.envs, files.scenarios
+
+    def load_tasks(self) -> list[Task]:
+        tasks, n_eval = super().load_tasks(), 0
+        for i, t in enumerate(tasks):  # the world lists each split's tasks in index order
+            if t.split == "eval":
+                if n_eval >= self.n_eval:
+                    tasks[i] = replace(t, split="val")
+                n_eval += 1
+        return tasks
 
     def system_prompt(self, task: Task) -> str:
         if self.prompt == "full":

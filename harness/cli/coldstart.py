@@ -7,10 +7,11 @@ tokens (next-token NLL; only the LoRA and the QFormer learn). Settings come from
 config as ``lopd train`` (``lopd.coldstart.*``, ``lopd.composer.*``, ``bank.*``)::
 
     lopd coldstart harness/configs/lopd.yaml --traces runs/base/traces.jsonl lopd.coldstart.steps=200
-    lopd train harness/configs/lopd.yaml lopd.composer_init=runs/lopd/composer_coldstart.pt
+    lopd train harness/configs/lopd.yaml        # its lopd.composer_init is runs/lopd/composer_coldstart.pt
 
 The output file holds the composer's trainable weights, which are also the anchor c_phi0. The run
-itself is :func:`harness.coldstart_run.run_coldstart`.
+itself is :func:`harness.coldstart_run.run_coldstart`. On the micro world ``lopd prepare`` makes the
+traces and the bank as well, then runs this.
 """
 
 from __future__ import annotations

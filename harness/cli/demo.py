@@ -1,7 +1,8 @@
 """``lopd demo``: the main job end to end on the micro world, GRPO against LOPD at an equal budget.
 
-    lopd demo                                  # base (built once, then cached) -> bank -> cold start
-                                               # -> GRPO and LOPD, 192 generations each -> table + plot
+    lopd demo                                  # base (pinned) -> bank -> cold start -> GRPO and LOPD,
+                                               # 96 generations each -> table + plot, then the shipped
+                                               # full-budget result with its intervals
     lopd demo --out runs/demo2 generations=320 eval_every=64      # DemoConfig overrides (key=value)
     lopd demo --learners grpo opsd sdpo lopd --seeds 0 1 2
 
@@ -33,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
     from harness.config import load_config
     from harness.demo import DemoConfig, RunSpec, run_pipeline
-    from harness.demo_report import format_report, plot_curves
+    from harness.demo_report import format_report, live_caveat, plot_curves, shipped_summary
 
     ov = list(args.overrides)
     if args.out:
@@ -59,4 +60,5 @@ def run(args: argparse.Namespace) -> int:
     print()
     print(text)
     print(f"\nplot: {plot}\nreport: {out / 'report.json'} ({time.perf_counter() - t0:.0f}s)")
+    print("\n" + live_caveat(report) + "\n\n" + shipped_summary())
     return 0

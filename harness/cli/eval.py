@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("eval", help="evaluate a model on envs or benchmark splits (resumable)")
     p.add_argument("--env", action="append", required=True, metavar="ID[,ID...]",
                    help="env ids (repeatable or comma-separated), e.g. lopd/bfcl-v3-simple-v0")
-    p.add_argument("--model", required=True, help="model directory (servers: its tokenizer and config are read)")
+    p.add_argument("--model", required=True, help="model directory, or micro:pinned (servers: its tokenizer and config are read)")
     p.add_argument("--engine", choices=["hf", "vllm", "sglang"], default="hf")
     p.add_argument("--out", required=True, help="output directory; an existing one is resumed")
     p.add_argument("--n-samples", type=int, default=1, help="episodes per task (default 1)")

@@ -1,6 +1,7 @@
 """``lopd train CONFIG.yaml key=value ...``: train a student with one of the learners.
 
-    lopd train harness/configs/lopd.yaml run_dir=runs/lopd generations=640
+    lopd train harness/configs/grpo.yaml run_dir=runs/grpo generations=320
+    lopd prepare harness/configs/lopd.yaml && lopd train harness/configs/lopd.yaml   # LOPD: bank + composer first
     lopd train --example grpo env.id=lopd/micro-v0 optim.lr=1e-4
     lopd train --list-keys                      # every config key with its documentation
 
@@ -57,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
         for key, doc in list_keys(TrainConfig):
             print(f"{key:42s} {doc}")
         return 0
+    import shlex
+
+    from harness.cli.prepare import check_prepared
     from harness.config import config_and_overrides, load_config
     from harness.trainer import example_config, main
 
@@ -65,5 +69,6 @@ def run(args: argparse.Namespace) -> int:
         if path:
             raise ValueError("give either a config file or --example, not both")
         path = str(example_config(args.example))
-    load_config(TrainConfig, path, overrides)  # fail fast, with the key named, before anything heavy
+    cfg = load_config(TrainConfig, path, overrides)  # fail fast, with the key named, before anything heavy
+    check_prepared(cfg, shlex.join(["lopd", "prepare", *([path] if path else []), *overrides]))
     return main(([path] if path else []) + overrides)

@@ -14,9 +14,9 @@ Per step (the paper's method; every number is a config field, so ablations need 
 
 One teacher forward per micro-batch serves both losses: detached for the student, with
 gradients (into the latents only) for the composer. A task's rollouts share a micro-batch, where
-its latents are encoded, so memory stays bounded by the micro-batch. ``lopd coldstart`` writes the
-warmed composer that ``lopd.composer_init`` loads (it is also the anchor c_phi0). The plain-maths
-version of one step, without micro-batches or caches: ``lopd_reference.py``.
+its latents are encoded, so memory stays bounded by the micro-batch. ``lopd prepare`` (or ``lopd
+coldstart``) writes the warmed composer that ``lopd.composer_init`` loads (it is also the anchor
+c_phi0). The plain-maths version of one step, without micro-batches or caches: ``lopd_reference.py``.
 
 Cost: a task's G rollouts (``group_size``; LOPD's default is 1, i.e. 32 tasks a step) share one
 retrieval, one encoding with gradients and one (cached) anchor encoding; the teacher's prompt
@@ -56,12 +56,28 @@ class LOPDLearnerConfig(LOPDConfig):
     what the learner needs to run them."""
 
     composer_init: str | None = None
-    """A cold-start composer file from ``lopd coldstart`` (its weights also become the anchor
-    c_phi0); None starts from the freshly initialised composer."""
+    """The cold-start composer file (``lopd prepare`` or ``lopd coldstart`` writes it; its weights also
+    become the anchor c_phi0), or ``random``: the freshly initialised composer (an ablation: its latents
+    have norms ~50x the token embeddings'). None is an error that says how to make the file."""
     framing: str = DEFAULT_FRAMING
     """First-user-message framing of the latent reference: holds ``{latents}`` and ``{task}``."""
     composer_seed: int = 0
     """Seed of the QFormer's and LoRA's initialisation."""
+
+
+RANDOM_COMPOSER = "random"
+"""The ``lopd.composer_init`` that starts from the freshly initialised composer."""
+
+
+def check_composer_init(path: str | None, prepare: str = "lopd prepare CONFIG") -> None:
+    """Raise unless ``path`` (``lopd.composer_init``) is ``random`` or an existing file; the message
+    names ``prepare``, the command that writes it."""
+    fix = (f"run `{prepare}` (builds the bank and the cold-start composer), or set "
+           f"lopd.composer_init={RANDOM_COMPOSER} to start from a random composer (an ablation)")
+    if path is None:
+        raise ValueError(f"lopd.composer_init is not set: {fix}")
+    if path != RANDOM_COMPOSER and not Path(path).is_file():
+        raise FileNotFoundError(f"no cold-start composer at {path} (lopd.composer_init): {fix}")
 
 
 _SUMS = ("kl_tok", "c_loss", "c_kl", "delta", "delta_w", "count", "anchor")  # per micro-batch, added over ranks
@@ -97,10 +113,13 @@ class LOPDLearner(Learner):
     def __init__(self, ctx: LearnerContext):
         super().__init__(ctx)
         self.cfg: LOPDLearnerConfig = ctx.cfg.learner_config
+        # before the composer is built: a random QFormer's latents (row norms ~11 against ~0.2 for the
+        # token embeddings) would drown the teacher's prompt without a word
+        check_composer_init(self.cfg.composer_init)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.cfg.composer_seed)
             self.composer = Composer(ctx.frozen_copy(), ctx.tokenizer, self.cfg.composer).to(ctx.device)
-        if self.cfg.composer_init:
+        if self.cfg.composer_init != RANDOM_COMPOSER:
             self.composer.load_trainable_state_dict(torch.load(self.cfg.composer_init, map_location=ctx.device))
         self.composer.set_trainable(self.cfg.train_composer)
         if self._served_teacher() and self.cfg.distill.full_vocab:

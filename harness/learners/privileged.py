@@ -18,6 +18,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -85,6 +86,10 @@ def make_embedder(spec: BankSpec) -> Any:
 def load_bank(spec: BankSpec) -> ExperienceBank:
     """The bank of ``spec``: loaded from ``path`` and/or built from ``traces``."""
     emb = make_embedder(spec)
+    if spec.path and not Path(spec.path).exists():
+        raise FileNotFoundError(f"no experience bank at {spec.path} (bank.path): build it with `lopd prepare CONFIG` "
+                                "(the micro world: bank and cold-start composer), or `lopd bank build --traces FILE "
+                                f"--out {spec.path}`")
     bank = ExperienceBank.load(spec.path, embedder=emb) if spec.path else ExperienceBank(spec.config, emb)
     if spec.traces:
         bank.add_traces(spec.traces)

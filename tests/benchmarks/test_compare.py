@@ -1,67 +1,70 @@
-"""benchmarks/compare.py without training: the run specs of each group and the ``--lrs`` parsing."""
+"""benchmarks/compare.py: the dry run, and the whole protocol end to end on a small setup."""
+
+import json
+import math
+import sys
+from pathlib import Path
 
 import pytest
 
-from benchmarks import compare
+from harness.comparison import LEARNERS
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import compare  # noqa: E402
 
 
-def by_label(specs):
-    return {s.label: s for s in specs}
+def test_dry_run_lists_every_run_and_counts_the_episodes(capsys):
+    assert compare.main(["--dry-run"]) == 0
+    text = capsys.readouterr().out
+    assert "tune (16 runs, 60 validation tasks x 6 points each)" in text
+    assert "test (25 runs, 120 test tasks x 11 points each)" in text and "lopd-frozen seed 5" in text
+    # 41 runs x 640; 16 x 60 x 6 + 25 x 120 x 11
+    assert "training episodes 26,240; evaluation episodes 38,760" in text
 
 
-def test_specs_for_ablation_groups_add_grpo_for_the_threshold_and_carry_the_lrs():
-    specs = compare.specs_for(["margin"], {"lopd": 1e-3, "grpo": 3e-4})
-    labels = [s.label for s in specs]
-    assert labels == ["grpo", "lopd-m0", "lopd", "lopd-m0.2", "lopd-frozen"]
-    by = by_label(specs)
-    assert by["grpo"].overrides == ["optim.lr=0.0003"]
-    assert by["lopd-m0"].overrides == ["optim.lr=0.001", "lopd.margin.margin=0"]
-    assert all(s.learner == "lopd" for s in specs[1:])
+SMALL = ["base.n_train=60", "base.n_eval=12", "base.n_plain=16", "base.n_referenced=8", "base.n_copy_drills=16",
+         "base.mixed_drills=0", "base.vocab_size=400", "base.pretrain.epochs=1", "base.pretrain.batch_tokens=4096",
+         "base.pretrain.warmup_steps=1", "generations=8", "rollouts_per_step=8", "eval_every=8", "eval_tasks=4",
+         "val_tasks=3", "max_new_tokens=24", "max_turns=3", "bank_tasks=8", "min_bank=8", "embedder=hashing",
+         "coldstart_steps=1", "coldstart_batch=2", "coldstart_tasks=8", "progress=false", "jobs=1"]
 
 
-def test_specs_for_main_lists_every_learner_once():
-    specs = compare.specs_for(["main", "retrieval"], {})
-    assert [s.label for s in specs] == ["grpo", "opsd", "sdpo", "lopd", "lopd-k1"]
-    assert by_label(specs)["lopd"].overrides == []
+# The small base never succeeds, so the bank (and the cold start) need scripted-expert episodes here
+# (min_bank=8); the report counts them apart from the generated episodes.
+@pytest.mark.slow
+def test_compare_runs_the_whole_protocol_and_writes_the_report(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOPD_CACHE_DIR", str(tmp_path / "cache"))
+    two = "[[optim.lr=1e-4],[optim.lr=1e-3]]"
+    sets = [f"demo.{s}" for s in SMALL] + [f"{n}.sweep={two}" for n in LEARNERS] + [
+        "seeds=[1]", "ablation_seeds=[1]", "n_boot=200"]
+    out = tmp_path / "cmp"
+    proto = ROOT / "benchmarks" / "protocols" / "equal_data.yaml"
+    assert compare.main(["--protocol", str(proto), "--out", str(out), "--set", *sets]) == 0
+    tuning = json.loads((out / "tuning.json").read_text())
+    assert set(tuning["chosen"]) == set(LEARNERS) and all(len(tuning["table"][n]) == 2 for n in LEARNERS)
+    # tuning evaluated the validation tasks only, the test stage the test tasks only
+    val = {json.loads(x)["task_id"] for x in open(out / "tune" / "runs" / "grpo-c0-s0" / "traces.jsonl")
+           if '"eval"' in x and json.loads(x)["meta"].get("phase") == "eval"}
+    test = {json.loads(x)["task_id"] for x in open(out / "test" / "runs" / "grpo-s1" / "traces.jsonl")
+            if json.loads(x)["meta"].get("phase") == "eval"}
+    assert len(val) == 3 and len(test) == 4 and not val & test
+    a = json.loads((out / "report.json").read_text())
+    assert list(a["specs"]) == ["grpo", "opsd", "sdpo", "lopd", "lopd-frozen"]
+    for v in a["specs"].values():
+        assert v["seeds"] == [1] and [c["generations"] for c in v["curve"]] == [0, 8]
+        assert all(c["lo"] <= c["mean"] <= c["hi"] for c in v["curve"])
+    assert a["specs"]["lopd"]["budget"] == {"rl": 8, "bank": 8, "coldstart": 8, "expert": 8, "total": 24}
+    assert a["specs"]["grpo"]["budget"]["total"] == 8
+    assert a["specs"]["lopd"]["composer"]["anchor"] and a["specs"]["lopd-frozen"]["composer"]["anchor"]
+    probe = a["specs"]["lopd"]["teacher_probe"]  # the teacher as a policy on the validation tasks
+    assert probe["split"] == "val" and probe["tasks"] == 3
+    assert probe["advantage_end"] == pytest.approx(probe["teacher_end"] - probe["student_end"], abs=1e-3)
+    assert set(a["paired"]) == {"grpo", "opsd", "sdpo", "lopd-frozen"}
+    assert all(0.0 <= p["final"]["p"] <= 1.0 and math.isfinite(p["auc"]["diff"]) for p in a["paired"].values())
+    text = (out / "results.md").read_text()
+    assert "bootstrap" in text and "validation AUC" in text and "Composer diagnostics" in text
+    assert all((out / f).stat().st_size > 1000 for f in ("curves.png", "composer.png", "tuning.png"))
+    # a second command reuses every run
+    assert compare.main(["--protocol", str(proto), "--out", str(out), "--set", *sets, "--stage", "test"]) == 0
 
-
-def test_composer_lr_group_keeps_the_student_lr_and_shares_the_frozen_run_with_margin():
-    listed = compare.specs_for(["margin", "composer_lr"], {"lopd": 3e-4})
-    assert [s.label for s in listed].count("lopd-frozen") == 1  # in both groups, one run dir, trained once
-    specs = by_label(listed)
-    assert specs["lopd-clr1e-4-m0"].overrides == ["optim.lr=0.0003", "lopd.composer_optim.lr=1e-4",
-                                                  "lopd.margin.margin=0"]
-    assert specs["lopd-clr1e-4"].overrides == ["optim.lr=0.0003", "lopd.composer_optim.lr=1e-4"]
-
-
-def test_parse_lrs_gives_the_same_override_text_as_tuning():
-    lrs = compare.parse_lrs(["lopd=1e-3", "grpo=0.0003"])
-    assert lrs == {"lopd": 1e-3, "grpo": 3e-4}
-    assert by_label(compare.specs_for(["main"], lrs))["lopd"].overrides == ["optim.lr=0.001"]
-
-
-@pytest.mark.parametrize("item", ["lopd", "ppo=1e-3", "lopd=fast", "lopd=0", "lopd=-1e-3", "lopd=nan"])
-def test_parse_lrs_rejects_bad_items(item):
-    with pytest.raises(ValueError, match="--lrs"):
-        compare.parse_lrs([item])
-
-
-def test_main_reports_a_bad_lrs_item_as_a_usage_error(capsys):
-    with pytest.raises(SystemExit) as e:
-        compare.main(["--lrs", "lopd=fast", "--out", "/nonexistent/never-written"])
-    assert e.value.code == 2
-    assert "is not a number" in capsys.readouterr().err
-
-
-def test_at_grid_top_names_learners_whose_best_lr_is_the_largest_tried():
-    tuning = {"grid": [1e-4, 1e-3, 3e-3], "chosen": {"grpo": 3e-3, "lopd": 1e-3, "sdpo": 3e-3}}
-    assert compare.at_grid_top(tuning) == ["grpo", "sdpo"]
-    assert compare.at_grid_top({**tuning, "chosen": {"lopd": 1e-4}}) == []
-
-
-def test_select_keeps_the_named_runs_in_order_and_rejects_unknown_labels():
-    specs = compare.specs_for(["main"], {})
-    assert [s.label for s in compare.select(specs, ["sdpo", "grpo"])] == ["grpo", "sdpo"]
-    assert compare.select(specs, None) == specs
-    with pytest.raises(ValueError, match="lopd-m0"):
-        compare.select(specs, ["lopd-m0"])

@@ -171,3 +171,27 @@ def test_a_run_is_complete_when_its_curve_reaches_the_whole_steps_of_the_budget(
     (tmp_path / "metrics.jsonl").write_text("\n".join(lines) + "\n")
     assert complete(tmp_path, DemoConfig(generations=100, rollouts_per_step=32))  # 3 whole steps
     assert not complete(tmp_path, DemoConfig(generations=128, rollouts_per_step=32))
+
+
+def test_the_demo_prints_the_shipped_result_with_intervals_and_what_the_live_run_cannot_show(tmp_path):
+    from harness.demo_report import live_caveat, shipped_summary
+
+    assert "No shipped full-budget result" in shipped_summary(tmp_path / "missing.json")
+    curve = [{"generations": 0, "mean": 0.3, "lo": 0.28, "hi": 0.32}, {"generations": 640, "mean": 0.61, "lo": 0.58, "hi": 0.64}]
+    spec = {"curve": curve, "to_threshold": {"point": 320, "lo": 256, "hi": None},
+            "budget": {"rl": 640, "bank": 600, "coldstart": 600, "total": 1840}}
+    analysis = {"config": {"generations": 640}, "threshold": {"learner": "grpo", "value": 0.55},
+                "protocol": {"name": "equal-data", "seeds": [1, 2, 3, 4, 5]}, "test_tasks": 120,
+                "command": "python benchmarks/compare.py --out X",
+                "specs": {"grpo": {**spec, "to_threshold": {"point": None, "lo": None, "hi": None},
+                                   "budget": {"rl": 640, "bank": 0, "coldstart": 0, "total": 640}},
+                          "lopd": spec},
+                "paired": {"grpo": {"final": {"diff": 0.05, "lo": 0.01, "hi": 0.09, "p": 0.02}}}}
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(analysis))
+    text = shipped_summary(path)
+    assert "5 seeds, 120 test tasks, 640 generations" in text and "python benchmarks/compare.py --out X" in text
+    assert "0.610 [0.580, 0.640]" in text and "320 [256, n.r.]" in text and "1840 (640 + 600 + 600)" in text
+    assert "not within 640" in text and "+0.050 [+0.010, +0.090], paired bootstrap p = 0.020" in text
+    caveat = live_caveat({"config": {"eval_tasks": 30, "seeds": [0], "generations": 96}})
+    assert "0.033" in caveat and "cannot rank" in caveat

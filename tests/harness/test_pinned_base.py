@@ -56,3 +56,45 @@ def test_the_shipped_pinned_base_is_current():
         pytest.skip(f"no pinned base is shipped ({pinned_base.PINNED_DIR})")
     reason = pinned_base.stale_reason(bm._plain(BaseModelConfig()))
     assert reason is None, f"the pinned base is stale ({reason}): re-pin it with `make pin-base`"
+
+
+# ---- the micro:pinned alias (model.path, lopd eval --model) -----------------------------------------
+def _needs_pinned():
+    if pinned_base.pinned_info() is None:
+        pytest.skip(f"no pinned base is shipped ({pinned_base.PINNED_DIR})")
+
+
+def test_micro_pinned_resolves_to_the_pinned_folder_and_every_loader_takes_it(tmp_path):
+    from safetensors.torch import load_file
+
+    from harness.config import load_config
+    from harness.evaluate import EvalRunConfig, _settings, build_engine
+    from harness.train_config import TrainConfig
+    from harness.trainer import load_student
+
+    _needs_pinned()
+    assert pinned_base.resolve_model_path("micro:pinned") == str(pinned_base.PINNED_DIR)
+    assert pinned_base.resolve_model_path("tiny:1m") == "tiny:1m"
+    assert pinned_base.resolve_model_path("runs/x") == "runs/x"
+    with pytest.raises(ValueError, match="unknown model alias 'micro:other'"):
+        pinned_base.resolve_model_path("micro:other")
+    saved = load_file(str(pinned_base.PINNED_DIR / "model.safetensors"))
+    student, tok = load_student(load_config(TrainConfig, None, ["model.path=micro:pinned"]), torch.device("cpu"))
+    weights = student.state_dict()
+    assert saved and all(torch.equal(weights[k], v) for k, v in saved.items())
+    assert tok.get_vocab() == build_engine(EvalRunConfig(envs=["lopd/shop-v0"], model="micro:pinned",
+                                                         out=str(tmp_path)))[1].get_vocab()
+    # a resumed eval sees the alias and its folder as one model
+    as_dir = EvalRunConfig(envs=["lopd/shop-v0"], model=str(pinned_base.PINNED_DIR), out=str(tmp_path))
+    as_alias = EvalRunConfig(envs=["lopd/shop-v0"], model="micro:pinned", out=str(tmp_path))
+    assert _settings(as_alias)["model"] == _settings(as_dir)["model"]
+
+
+def test_micro_pinned_without_a_pinned_folder_says_how_to_make_one(tmp_path, monkeypatch):
+    from harness.config import load_config
+    from harness.train_config import TrainConfig
+    from harness.trainer import load_student
+
+    monkeypatch.setattr(pinned_base, "PINNED_DIR", tmp_path / "none")
+    with pytest.raises(FileNotFoundError, match="no pinned base at .*lopd pretrain --pin"):
+        load_student(load_config(TrainConfig, None, ["model.path=micro:pinned"]), torch.device("cpu"))

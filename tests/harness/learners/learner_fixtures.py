@@ -12,6 +12,7 @@ SMALL = [
     "eval.at_start=false", "eval.every_generations=0", "eval.at_end=false", "log.progress=false",
     "optim.lr=1e-3", "bank.embedder=hashing", "lopd.composer.qformer.depth=2", "lopd.allow_self_retrieval=true",
     "sampling.temperature=1.0", "checkpoint.every_steps=0",
+    "lopd.composer_init=random",  # no cold start in unit tests: the composer starts random
 ]
 """Overrides that make a run small enough for a unit test on a shared 2-core CPU."""
 

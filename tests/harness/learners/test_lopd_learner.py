@@ -170,3 +170,14 @@ def test_frozen_composer_teacher_scored_by_an_engine_equals_in_process(tmp_path,
         assert abs(a[k] - b[k]) <= 1e-9 * (1 + abs(a[k])), (k, a[k], b[k])
     assert b["time/teacher"] > 0 and a["no_latent_frac"] == b["no_latent_frac"] < 1
     assert all(torch.allclose(pa[k], pb[k], rtol=0, atol=1e-12) for k in pa)
+
+
+def test_without_a_composer_init_lopd_stops_and_names_the_fix(tmp_path, shop_traces):
+    # a random composer's latents drown the teacher's prompt: it must be asked for, as composer_init=random
+    with pytest.raises(ValueError, match=r"run `lopd prepare CONFIG` \(builds the bank and the cold-start composer\), "
+                                         r"or set lopd.composer_init=random"):
+        make_trainer(tmp_path / "none", "lopd", shop_traces, "lopd.composer_init=null")
+    with pytest.raises(FileNotFoundError, match="no cold-start composer at .*missing.pt.*lopd prepare"):
+        make_trainer(tmp_path / "gone", "lopd", shop_traces, f"lopd.composer_init={tmp_path / 'missing.pt'}")
+    with pytest.raises(FileNotFoundError, match="no experience bank at .*nobank .*lopd prepare"):
+        make_trainer(tmp_path / "nobank", "lopd", shop_traces, f"bank.path={tmp_path / 'nobank'}")

@@ -1,0 +1,207 @@
+"""``lopd prepare CONFIG [key=value ...]``: build what an LOPD run (or an OPSD run with a bank oracle) on
+the micro world needs before ``lopd train``, and write it where the config points::
+
+    lopd prepare harness/configs/lopd.yaml      # writes runs/bank and runs/lopd/composer_coldstart.pt
+    lopd train harness/configs/lopd.yaml
+
+The stages are the demo's (:mod:`harness.demo`), cached under ``$LOPD_CACHE_DIR/demo`` and shared with
+``lopd demo`` when the settings agree:
+
+1. the base: the config's ``model.path``, a built micro base (``micro:pinned``: the pinned one);
+2. the bank: the base plays ``--bank-tasks`` training tasks once each (the config's temperature, turn
+   length and turn count); its successful episodes are the bank (no scripted-expert episode is added);
+3. LOPD only: the base plays ``--coldstart-tasks`` training tasks with its top-1 bank experience (never
+   its own) as a text reference, and the composer is warmed on the successes (``lopd.coldstart``'s steps,
+   batch size and lr: 200 of 8 at 1e-4 in the packaged config; ``--coldstart-steps`` changes the steps).
+   None with ``lopd.composer_init=random``.
+
+The bank goes to ``bank.path`` and the composer to ``lopd.composer_init``; where the config leaves one
+unset, to ``RUN_DIR/bank`` or ``RUN_DIR/composer_coldstart.pt``, and the ``lopd train`` command printed at
+the end sets it. A file or folder already there is kept when it is the same, and replaced only with
+``--force``. The episodes of stages 2 and 3 are printed too: they count toward the run's budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import filecmp
+import io
+import json
+import os
+import shlex
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("prepare", help="build an LOPD/OPSD run's bank and cold-start composer (micro world)")
+    p.add_argument("config", nargs="?", help="the train config (e.g. harness/configs/lopd.yaml)")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, as given to lopd train")
+    p.add_argument("--bank-tasks", type=int, default=600,
+                   help="training tasks the base plays to fill the bank (default 600: all of them)")
+    p.add_argument("--coldstart-tasks", type=int, default=600,
+                   help="training tasks the base plays with a text reference for the cold start (default 600)")
+    p.add_argument("--coldstart-steps", type=int, default=None,
+                   help="cold-start steps (default: the config's lopd.coldstart.steps)")
+    p.add_argument("--force", action="store_true", help="replace a bank or composer that differs from the built one")
+    p.set_defaults(func=run)
+
+
+def needs(cfg: Any) -> tuple[bool, bool]:
+    """``(bank, composer)``: whether the run of ``cfg`` reads a bank and a cold-start composer."""
+    from harness.learners.base import get_learner
+
+    name = get_learner(cfg.learner).name
+    return name == "lopd" or (name == "opsd" and cfg.opsd.oracle != "reference"), name == "lopd"
+
+
+def check_prepared(cfg: Any, prepare: str) -> None:
+    """Raise, naming the command ``prepare``, when the run of ``cfg`` lacks its bank or composer."""
+    from harness.learners.lopd import check_composer_init
+
+    bank, composer = needs(cfg)
+    if composer:
+        check_composer_init(cfg.lopd.composer_init, prepare)
+    if bank and cfg.bank.path and not Path(cfg.bank.path).exists():
+        raise FileNotFoundError(f"no experience bank at {cfg.bank.path} (bank.path): run `{prepare}` "
+                                "(builds the bank and, for LOPD, the cold-start composer)")
+
+
+def _base_path(cfg: Any) -> tuple[str, Any]:
+    """The built base folder of ``cfg.model.path`` and its BaseModelConfig; the config's env must be its world."""
+    from harness.base_model import BaseModelConfig
+    from harness.config import from_dict
+    from harness.demo import env_kwargs
+    from harness.pinned_base import resolve_model_path
+
+    path = resolve_model_path(cfg.model.path)
+    info = Path(path) / "base_info.json"
+    if not info.is_file():
+        raise ValueError(f"model.path={cfg.model.path} is not a built micro base (no {info}); "
+                         "lopd prepare plays the base on the micro world: use micro:pinned")
+    base = from_dict(BaseModelConfig, json.loads(info.read_text(encoding="utf-8"))["config"])
+    want = env_kwargs(base)
+    got = {k: cfg.env.kwargs.get(k) for k in want}
+    if cfg.env.id != "lopd/micro-v0" or got != want:
+        raise ValueError(f"the base at {path} was trained for lopd/micro-v0 with {want}; the config has "
+                         f"env.id={cfg.env.id}, env.kwargs={dict(cfg.env.kwargs)}: set env.kwargs={json.dumps(want)}")
+    return path, base
+
+
+def _as_overrides(cfg: Any, bank: Path) -> list[str]:
+    """``cfg`` as top-level ``key=<json>`` overrides (what the demo's cold start loads), reading ``bank``."""
+    from harness.config import to_dict
+
+    d = to_dict(cfg)
+    d["bank"].update(path=str(bank / "bank"), traces=[], grow=False)
+    return [f"{k}={json.dumps(v)}" for k, v in d.items() if k != "run_dir"]
+
+
+def _same_tree(a: Path, b: Path) -> bool:
+    cmp = filecmp.dircmp(a, b)
+    if cmp.left_only or cmp.right_only or cmp.funny_files:
+        return False
+    if filecmp.cmpfiles(a, b, cmp.common_files, shallow=False)[1:] != ([], []):
+        return False
+    return all(_same_tree(a / d, b / d) for d in cmp.common_dirs)
+
+
+def _install(src: Path, dst: Path, force: bool) -> str:
+    """Copy file or folder ``src`` to ``dst``, whole or not at all. Returns what happened."""
+    same = dst.exists() and (_same_tree(src, dst) if src.is_dir() and dst.is_dir()
+                             else src.is_file() and dst.is_file() and filecmp.cmp(src, dst, shallow=False))
+    if same:
+        return "up to date"
+    if dst.exists() and not force:
+        raise ValueError(f"{dst} exists and differs from the one built; pass --force to replace it, "
+                         "or point the config elsewhere")
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".prepare-", dir=dst.parent))
+    try:
+        staged = tmp / dst.name
+        if src.is_dir():
+            shutil.copytree(src, staged)
+        else:
+            shutil.copy2(src, staged)
+        replaced = dst.exists()
+        if dst.is_dir():
+            shutil.rmtree(dst)
+        os.replace(staged, dst)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return "replaced" if replaced else "written"
+
+
+def run(args: argparse.Namespace) -> int:
+    from envs.micro.world import cache_root
+    from harness.config import config_and_overrides, load_config
+    from harness.demo import (DemoConfig, RunSpec, bank_stage, base_stage, coldstart, coldstart_pairs_stage)
+    from harness.learners.lopd import RANDOM_COMPOSER
+    from harness.train_config import TrainConfig
+
+    path, overrides = config_and_overrides(args.config, args.overrides)
+    cfg = load_config(TrainConfig, path, overrides)
+    want_bank, want_composer = needs(cfg)
+    if not want_bank:
+        raise ValueError(f"learner {cfg.learner} reads no bank: lopd prepare is for LOPD and for OPSD with a bank "
+                         "oracle (opsd.oracle=bank or bank_then_reference)")
+    want_composer = want_composer and cfg.lopd.composer_init != RANDOM_COMPOSER
+    cs = cfg.lopd.coldstart
+    steps = args.coldstart_steps if args.coldstart_steps is not None else cs.steps
+    for name, value in (("--bank-tasks", args.bank_tasks), ("--coldstart-tasks", args.coldstart_tasks),
+                        ("--coldstart-steps (or lopd.coldstart.steps)", steps if want_composer else 1)):
+        if value < 1:
+            raise ValueError(f"{name} must be at least 1")
+    base_path, _ = _base_path(cfg)
+    run_dir, extra = Path(cfg.run_dir), []
+    bank_dst = Path(cfg.bank.path) if cfg.bank.path else run_dir / "bank"
+    if not cfg.bank.path:
+        extra.append(f"bank.path={bank_dst}")
+    dcfg = DemoConfig(out=str(run_dir), base_path=base_path, min_bank=0, bank_tasks=args.bank_tasks,
+                      bank_temperature=cfg.sampling.temperature, max_new_tokens=cfg.sampling.max_new_tokens,
+                      max_turns=cfg.rollout.max_turns, embedder=cfg.bank.embedder, coldstart_source="referenced",
+                      coldstart_tasks=args.coldstart_tasks, coldstart_steps=steps, coldstart_batch=cs.batch_size,
+                      coldstart_lr=cs.lr, progress=cfg.log.progress)
+    t0, timings = time.perf_counter(), {}
+    cache = cache_root() / "demo"
+    print(f"[prepare] 1/3 base: {cfg.model.path} ({base_path})", flush=True)
+    dcfg, model, tok, base_info = base_stage(dcfg, timings)
+    print(f"[prepare] 2/3 bank: the base plays {dcfg.bank_tasks} training tasks (cache {cache})", flush=True)
+    bank, bank_info = bank_stage(model, tok, dcfg, base_info, cache, timings)
+    if not bank_info["entries"]:
+        raise ValueError(f"the base solved none of the {bank_info['base_episodes']} bank tasks: the bank would be "
+                         "empty (raise --bank-tasks)")
+    episodes = {"bank": bank_info["base_episodes"]}
+    done = [f"bank: {bank_info['entries']} experiences -> {bank_dst} ({_install(bank / 'bank', bank_dst, args.force)})"]
+    if want_composer:
+        print(f"[prepare] 3/3 cold start: the base plays {dcfg.coldstart_tasks} tasks with a text reference, then "
+              f"{dcfg.coldstart_steps} composer steps of {dcfg.coldstart_batch}", flush=True)
+        traces, cs_info = coldstart_pairs_stage(model, tok, dcfg, [RunSpec("lopd", "lopd")], bank, cache, timings)
+        episodes["cold start"] = cs_info["episodes"]
+        del model
+        with contextlib.redirect_stdout(io.StringIO()) as said:
+            composer, built = coldstart(dcfg, cfg, _as_overrides(cfg, bank), bank, traces, cache)
+        for line in said.getvalue().splitlines():
+            if not line.startswith("wrote "):  # that line names the cache's temporary build folder
+                print(line)
+        dst = Path(cfg.lopd.composer_init) if cfg.lopd.composer_init else run_dir / "composer_coldstart.pt"
+        if not cfg.lopd.composer_init:
+            extra.append(f"lopd.composer_init={dst}")
+        done.append(f"cold-start composer ({cs_info['successes']} referenced successes, "
+                    f"{'built' if built else 'cached'}) -> {dst} ({_install(composer, dst, args.force)})")
+    else:
+        why = "lopd.composer_init=random" if needs(cfg)[1] else f"{cfg.learner} has no composer"
+        print(f"[prepare] 3/3 cold start: none ({why})")
+    for line in done:
+        print(f"[prepare] {line}")
+    total = sum(episodes.values())
+    print(f"[prepare] episodes generated: {' + '.join(f'{v} {k}' for k, v in episodes.items())} = {total}; they "
+          f"count toward the run's total budget, on top of its generations={cfg.generations} "
+          f"({time.perf_counter() - t0:.0f}s)")
+    cmd = ["lopd", "train", *([path] if path else []), *overrides, *extra]
+    print(f"next: {shlex.join(cmd)}")
+    return 0

@@ -1,0 +1,279 @@
+"""The comparison's numbers and pictures: intervals, thresholds, paired tests, budgets, composer diagnostics.
+
+:func:`analyse` turns the test stage's pipeline report (and the tuning table) into one dict; :func:`markdown`
+writes the RESULTS.md section from it and :func:`plot_all` the figures::
+
+    analysis = analyse(proto, run_test(proto, out, chosen), tuning)
+    print(markdown(analysis)); plot_all(analysis, out)
+
+Every interval is a 95% two-level bootstrap over training seeds and test tasks (:mod:`harness.bootstrap`).
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.bootstrap import (auc, curve_ci, generations_to_threshold_ci, paired_difference, stack_runs,
+                               task_rewards)
+from harness.comparison import LEARNERS, Protocol
+from harness.metrics import read_metrics
+
+COMPOSER_KEYS = ("train/composer/anchor", "train/composer/delta", "train/composer/beta")
+"""Per-step LOPD diagnostics: the anchor distance, the privileged margin Delta and the dual variable beta."""
+
+
+def _resolved(learner: str, overrides: list[str]) -> Any:
+    from harness.config import load_config
+    from harness.train_config import TrainConfig
+    from harness.trainer import example_config
+
+    return load_config(TrainConfig, example_config(learner), overrides)
+
+
+def budgets(spec: dict[str, Any], label: str, report: dict[str, Any]) -> dict[str, int]:
+    """Episodes behind one run: RL (the training budget), bank rollouts and cold-start rollouts when the
+    learner reads the bank or a cold-started composer, scripted-expert episodes in that bank; and the total."""
+    tcfg = _resolved(spec["learner"], spec["overrides"])
+    reads_bank = spec["learner"] == "lopd" or (spec["learner"] == "opsd" and tcfg.opsd.oracle != "reference")
+    bank = report["bank"]
+    cs = report["coldstart"]
+    cold = label in cs["composers"] and cs["traces"].get("source") == "referenced"
+    out = {"rl": int(report["config"]["generations"]),
+           "bank": int(bank["base_episodes"]) if reads_bank else 0,
+           "coldstart": int(cs["traces"].get("episodes", 0)) if cold else 0,
+           "expert": int(bank.get("expert", 0)) if reads_bank else 0}
+    out["total"] = out["rl"] + out["bank"] + out["coldstart"]
+    return out
+
+
+def composer_trace(run_dirs: list[str]) -> dict[str, list[dict[str, float]]]:
+    """Per step, the mean / min / max over seeds of each of :data:`COMPOSER_KEYS` (empty: no LOPD metrics)."""
+    per_run = []
+    for d in run_dirs:
+        rows = {int(r["step"]): r for r in read_metrics(Path(d) / "metrics.jsonl") if COMPOSER_KEYS[0] in r}
+        per_run.append(rows)
+    steps = sorted(set.intersection(*(set(r) for r in per_run))) if per_run else []
+    out: dict[str, list[dict[str, float]]] = {}
+    for k in COMPOSER_KEYS:
+        vals = [[float(r[s][k]) for r in per_run] for s in steps]
+        out[k.rsplit("/", 1)[-1]] = [{"step": s, "mean": float(np.mean(v)), "min": min(v), "max": max(v)}
+                                     for s, v in zip(steps, vals)]
+    return out
+
+
+def eval_cost(run_dirs: list[str]) -> dict[str, float]:
+    """Evaluation episodes and seconds over the runs (not training budget, reported as cost)."""
+    eps = secs = 0.0
+    for d in run_dirs:
+        for r in read_metrics(Path(d) / "metrics.jsonl"):
+            if "eval/episodes" in r:
+                eps += float(r["eval/episodes"])
+                secs += float(r.get("time/eval", 0.0))
+    return {"episodes": int(eps), "seconds": round(secs, 1)}
+
+
+def analyse(proto: Protocol, report: dict[str, Any], tuning: dict[str, Any], command: str = "",
+            seconds: float = math.nan, probes: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Everything the results section shows (see the module docstring). ``probes``: per LOPD run folder, the
+    teacher's advantage over the student as policies on held-out tasks at the start and the end
+    (``benchmarks/probe_teacher.py``'s ``teacher_advantage``)."""
+    n_boot = proto.n_boot
+    data: dict[str, np.ndarray] = {}
+    out_specs: dict[str, Any] = {}
+    grid: list[int] | None = None
+    tasks: list[str] | None = None
+    for label, spec in report["specs"].items():
+        runs = sorted((r for r in report["runs"] if r["label"] == label), key=lambda r: r["seed"])
+        R, gens, tids = stack_runs([task_rewards(Path(r["run_dir"]) / "traces.jsonl") for r in runs], grid, tasks)
+        grid, tasks = grid or gens, tasks or tids
+        data[label] = R
+        dirs = [r["run_dir"] for r in runs]
+        out_specs[label] = {
+            "learner": spec["learner"], "overrides": spec["overrides"], "seeds": [r["seed"] for r in runs],
+            "curve": [{"generations": g, **c} for g, c in zip(gens, curve_ci(R, n_boot))],
+            "auc": _ci_of(auc(R), n_boot), "budget": budgets(spec, label, report), "eval_cost": eval_cost(dirs),
+            "train_seconds": [r["summary"].get("seconds") for r in runs],
+            "composer": composer_trace(dirs) if spec["learner"] == "lopd" else {},
+        }
+        if spec["learner"] == "lopd":
+            out_specs[label]["margin"] = _resolved("lopd", spec["overrides"]).lopd.margin.margin
+            mine = [probes[d] for d in dirs if d in (probes or {})]
+            if mine:
+                out_specs[label]["teacher_probe"] = {
+                    "split": mine[0]["split"], "tasks": mine[0]["tasks"], "samples": mine[0]["samples"],
+                    **{k: float(np.mean([m[k] for m in mine])) for k in ("advantage_start", "advantage_end")},
+                    **{k: float(np.mean([m["reward"][k] for m in mine]))
+                       for k in ("student_start", "teacher_start", "student_end", "teacher_end")}}
+    thr_label = proto.threshold_learner
+    threshold = out_specs[thr_label]["curve"][-1]["mean"]
+    for label, v in out_specs.items():
+        g = generations_to_threshold_ci(data[label], grid, threshold, n_boot)
+        extra = v["budget"]["total"] - v["budget"]["rl"]
+        v["to_threshold"] = {**g, "total_point": None if g["point"] is None else g["point"] + extra}
+    paired = {}
+    for other in [x for x in out_specs if x != "lopd"]:
+        if out_specs[other]["seeds"] != out_specs["lopd"]["seeds"]:
+            continue  # pairs need the same seeds
+        paired[other] = {"final": paired_difference(data["lopd"][:, :, -1], data[other][:, :, -1], n_boot),
+                         "auc": paired_difference(auc(data["lopd"]), auc(data[other]), n_boot)}
+    return {"protocol": {"name": proto.name, "description": proto.description, "seeds": proto.seeds,
+                         "tune_seeds": proto.tune_seeds, "n_boot": n_boot},
+            "command": command, "seconds": seconds, "date": f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC",
+            "machine": f"{platform.machine()} {platform.system()}", "config": report["config"],
+            "bank": report["bank"], "coldstart": report["coldstart"], "grid": grid, "test_tasks": len(tasks or []),
+            "threshold": {"learner": thr_label, "value": threshold}, "specs": out_specs, "paired": paired,
+            "tuning": tuning}
+
+
+def _ci_of(per_seed_task: np.ndarray, n_boot: int) -> dict[str, float]:
+    """Mean and interval of an [S, T] summary (as a one-point curve)."""
+    return curve_ci(per_seed_task[:, :, None], n_boot)[0]
+
+
+def _cell(c: dict[str, float]) -> str:
+    return f"{c['mean']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}]"
+
+
+def _gens(t: dict[str, Any], budget: int) -> str:
+    if t["point"] is None:
+        return f"not within {budget}"
+    hi = "n.r." if t["hi"] is None else t["hi"]
+    return f"{t['point']} [{t['lo']}, {hi}]"
+
+
+def markdown(a: dict[str, Any]) -> str:
+    """The results section: headline table first, then tuning, curves, composer diagnostics."""
+    cfg, specs, thr = a["config"], a["specs"], a["threshold"]
+    budget = cfg["generations"]
+    lines = [f"Protocol **{a['protocol']['name']}**: {a['protocol']['description']}", "",
+             f"Test: {a['test_tasks']} held-out test tasks, greedy, at {len(a['grid'])} budget points "
+             f"({', '.join(map(str, a['grid']))}); seeds {a['protocol']['seeds']}; every cell a mean with its 95% "
+             f"bootstrap interval over seeds and tasks ({a['protocol']['n_boot']} replicates). Threshold: "
+             f"{thr['learner']}'s final test mean, {thr['value']:.3f}.", "",
+             "| learner | final test reward | AUC (mean over points > 0) | generations to threshold (RL) | "
+             "RL budget | total budget (RL + bank + cold start) | total at threshold | LOPD - learner, final (p) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for label, v in specs.items():
+        b, t = v["budget"], v["to_threshold"]
+        p = a["paired"].get(label)
+        pair = "-" if p is None else (f"{p['final']['diff']:+.3f} [{p['final']['lo']:+.3f}, {p['final']['hi']:+.3f}] "
+                                      f"(p={p['final']['p']:.3f})")
+        total_thr = "-" if t["total_point"] is None else str(t["total_point"])
+        lines.append(f"| {label} | {_cell(v['curve'][-1])} | {_cell(v['auc'])} | {_gens(t, budget)} | {b['rl']} | "
+                     f"{b['total']} ({b['rl']} + {b['bank']} + {b['coldstart']}) | {total_thr} | {pair} |")
+    lines += ["", "Paired tests on the learning-speed summary (AUC), LOPD minus each: " + "; ".join(
+        f"{k} {p['auc']['diff']:+.3f} [{p['auc']['lo']:+.3f}, {p['auc']['hi']:+.3f}] (p={p['auc']['p']:.3f})"
+        for k, p in a["paired"].items()) + ".", ""]
+    lines += _tuning_lines(a) + [""] + _curve_lines(a) + [""] + _composer_lines(a)
+    cost = {k: v["eval_cost"] for k, v in specs.items()}
+    lines += ["", "Evaluation cost (not training budget): " + "; ".join(
+        f"{k} {c['episodes']:,} episodes, {c['seconds'] / 60:.0f} min" for k, c in cost.items()) + ".",
+        f"Bank: {a['bank']['entries']} experiences from {a['bank']['base_successes']} successes of "
+        f"{a['bank']['base_episodes']} base episodes, {a['bank']['expert']} scripted-expert episodes.",
+        "", f"Command: `{a['command']}`; machine {a['machine']}; finished {a['date']}; "
+        f"wall time {a['seconds'] / 60:.0f} min (reused runs cost nothing)."]
+    return "\n".join(lines) + "\n"
+
+
+def _tuning_lines(a: dict[str, Any]) -> list[str]:
+    t = a["tuning"]
+    lines = ["Tuning on the validation tasks (the same number of configurations per learner, full budget, "
+             f"seeds {a['protocol']['tune_seeds']}); chosen = best validation AUC:", "",
+             "| learner | configuration | validation AUC | validation final | chosen |", "|---|---|---|---|---|"]
+    for n in LEARNERS:
+        for row in t["table"][n]:
+            mark = "**yes**" if int(t["chosen"][n]) == row["config"] else ""
+            lines.append(f"| {n} | {' '.join(row['overrides'])} | {row['val_auc']:.3f} | {row['val_final']:.3f} | {mark} |")
+    return lines
+
+
+def _curve_lines(a: dict[str, Any]) -> list[str]:
+    grid = a["grid"]
+    lines = ["Test reward by generations (mean [95% interval]):", "",
+             "| learner | " + " | ".join(f"@{g}" for g in grid) + " |", "|---|" + "---|" * len(grid)]
+    for label, v in a["specs"].items():
+        lines.append(f"| {label} | " + " | ".join(f"{c['mean']:.3f} [{c['lo']:.2f}, {c['hi']:.2f}]"
+                                                   for c in v["curve"]) + " |")
+    return lines
+
+
+def _composer_lines(a: dict[str, Any]) -> list[str]:
+    lines = ["Composer diagnostics (mean over seeds; first step -> last step). Teacher advantage: the latent "
+             "teacher's reward minus the student's, both played as policies on held-out validation tasks, "
+             "before training (cold-start composer, base student) and after it (trained composer, final student):",
+             "", "| run | anchor distance | Delta (margin m) | beta | teacher - student reward, start -> end |",
+             "|---|---|---|---|---|"]
+    for label, v in a["specs"].items():
+        c = v.get("composer") or {}
+        if not c.get("anchor"):
+            continue
+
+        def ends(k: str) -> str:
+            return f"{c[k][0]['mean']:.4f} -> {c[k][-1]['mean']:.4f}"
+        t = v.get("teacher_probe")
+        adv = "-" if not t else (f"{t['teacher_start']:.3f} - {t['student_start']:.3f} = {t['advantage_start']:+.3f} -> "
+                                 f"{t['teacher_end']:.3f} - {t['student_end']:.3f} = {t['advantage_end']:+.3f}")
+        lines.append(f"| {label} | {ends('anchor')} | {ends('delta')} (m = {v['margin']:g}) | {ends('beta')} | {adv} |")
+    return lines
+
+
+def plot_all(a: dict[str, Any], out: str | Path) -> list[Path]:
+    """``curves.png`` (test curves with intervals), ``composer.png`` (per-step diagnostics), ``tuning.png``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out)
+    paths = []
+    fig, ax = plt.subplots(figsize=(7, 4.4))
+    for label, v in a["specs"].items():
+        x = [c["generations"] for c in v["curve"]]
+        ax.plot(x, [c["mean"] for c in v["curve"]], marker="o", ms=3, label=f"{label} (n={len(v['seeds'])})")
+        ax.fill_between(x, [c["lo"] for c in v["curve"]], [c["hi"] for c in v["curve"]], alpha=0.15)
+    ax.axhline(a["threshold"]["value"], ls="--", lw=0.8, color="grey", label="threshold")
+    ax.set(xlabel="generations (RL episodes)", ylabel=f"test reward ({a['test_tasks']} tasks)",
+           title=f"Micro world, protocol {a['protocol']['name']}: mean and 95% bootstrap interval")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    paths.append(out / "curves.png")
+    fig.savefig(paths[-1], dpi=110)
+    plt.close(fig)
+
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    for label, v in a["specs"].items():
+        c = v.get("composer") or {}
+        for ax, k in zip(axes, ("anchor", "delta", "beta")):
+            if c.get(k):
+                s = [p["step"] for p in c[k]]
+                ax.plot(s, [p["mean"] for p in c[k]], label=label)
+                ax.fill_between(s, [p["min"] for p in c[k]], [p["max"] for p in c[k]], alpha=0.15)
+        if c.get("delta"):
+            axes[1].axhline(v["margin"], ls="--", lw=0.8, color="grey")
+    for ax, t in zip(axes, ("anchor distance", "Delta (dashed: margin m)", "beta")):
+        ax.set(xlabel="step", title=t)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    paths.append(out / "composer.png")
+    fig.savefig(paths[-1], dpi=110)
+    plt.close(fig)
+
+    fig, axes = plt.subplots(1, len(LEARNERS), figsize=(14, 3.6), sharey=True)
+    for ax, n in zip(axes, LEARNERS):
+        for row in a["tuning"]["table"][n]:
+            ax.bar(row["config"], row["val_auc"], color="C1" if int(a["tuning"]["chosen"][n]) == row["config"] else "C0")
+        ax.set(title=n, xlabel="configuration", xticks=[r["config"] for r in a["tuning"]["table"][n]])
+    axes[0].set_ylabel("validation AUC")
+    fig.tight_layout()
+    paths.append(out / "tuning.png")
+    fig.savefig(paths[-1], dpi=110)
+    plt.close(fig)
+    return paths
