@@ -10,7 +10,7 @@ Stages (``--stage all`` runs them in order; :mod:`harness.comparison` documents 
 1. ``tune``: every learner's sweep configurations (the same number each) at the full budget on the
    validation tasks; each learner's best validation AUC is chosen (``OUT/tuning.json``);
 2. ``test``: the chosen configurations and the ablations on the protocol's seeds, on the test tasks;
-3. the report: ``OUT/report.json``, ``OUT/results.md`` (the RESULTS.md section: budgets, tuning table, test
+3. the report (``--stage report``: of the finished test runs only, without training): ``OUT/report.json``, ``OUT/results.md`` (the RESULTS.md section: budgets, tuning table, test
    curves and finals with 95% bootstrap intervals, generations-to-threshold, paired tests, composer
    diagnostics), ``OUT/curves.png``, ``OUT/composer.png`` and ``OUT/tuning.png``.
 
@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--protocol", default=str(ROOT / "benchmarks" / "protocols" / "equal_data.yaml"),
                     help="protocol YAML (harness.comparison.Protocol)")
     ap.add_argument("--out", default="runs/compare", help="output directory")
-    ap.add_argument("--stage", choices=["all", "tune", "test"], default="all")
+    ap.add_argument("--stage", choices=["all", "tune", "test", "report"], default="all",
+                    help="report: train nothing, analyse the finished test runs (a partial report names the rest)")
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                     help="protocol overrides, e.g. demo.jobs=1 seeds=[1,2] demo.generations=320")
     ap.add_argument("--dry-run", action="store_true", help="list the runs and the episode counts, train nothing")
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"{tuning_file} is missing: run --stage tune (or --stage all) first")
     tuning = json.loads(tuning_file.read_text(encoding="utf-8"))
     chosen = {n: int(i) for n, i in tuning["chosen"].items()}
-    report = run_test(proto, out, chosen)
+    report = run_test(proto, out, chosen, train=args.stage != "report")
     # the teacher's advantage as a policy, before and after training, on the validation tasks (cached per run)
     probes = {r["run_dir"]: teacher_advantage(r["run_dir"], n_tasks=proto.demo.val_tasks, samples=1, split="val")
               for r in report["runs"] if r["learner"] == "lopd"}

@@ -157,8 +157,9 @@ def headline_specs(proto: Protocol, chosen: dict[str, int]) -> list[RunSpec]:
     return specs
 
 
-def run_test(proto: Protocol, out: str | Path, chosen: dict[str, int]) -> dict[str, Any]:
+def run_test(proto: Protocol, out: str | Path, chosen: dict[str, int], train: bool = True) -> dict[str, Any]:
     """Stage 2: the chosen configurations (and ablations) on the test tasks; returns the pipeline report.
+    ``train=False`` reports the finished runs only (``report["missing"]`` names the others).
 
     The ablations train on ``ablation_seeds``; the pipeline trains every spec on one seed list, so they run as
     a second pipeline call into the same folder when the seed lists differ."""
@@ -166,10 +167,11 @@ def run_test(proto: Protocol, out: str | Path, chosen: dict[str, int]) -> dict[s
     specs = headline_specs(proto, chosen)
     main, abl = specs[:len(LEARNERS)], specs[len(LEARNERS):]
     if not abl or list(proto.ablation_seeds) == list(proto.seeds):
-        return run_pipeline(cfg, specs)
-    rep = run_pipeline(cfg, main)
-    rep_abl = run_pipeline(copy_config(cfg, seeds=list(proto.ablation_seeds)), abl)
+        return run_pipeline(cfg, specs, train)
+    rep = run_pipeline(cfg, main, train)
+    rep_abl = run_pipeline(copy_config(cfg, seeds=list(proto.ablation_seeds)), abl, train)
     rep["runs"] += rep_abl["runs"]
     rep["specs"].update(rep_abl["specs"])
     rep["coldstart"]["composers"].update(rep_abl["coldstart"]["composers"])
+    rep["missing"] = rep.get("missing", []) + rep_abl.get("missing", [])
     return rep

@@ -111,13 +111,14 @@ def analyse(proto: Protocol, report: dict[str, Any], tuning: dict[str, Any], com
                     **{k: float(np.mean([m["reward"][k] for m in mine]))
                        for k in ("student_start", "teacher_start", "student_end", "teacher_end")}}
     thr_label = proto.threshold_learner
-    threshold = out_specs[thr_label]["curve"][-1]["mean"]
+    threshold = out_specs[thr_label]["curve"][-1]["mean"] if thr_label in out_specs else math.nan
     for label, v in out_specs.items():
-        g = generations_to_threshold_ci(data[label], grid, threshold, n_boot)
+        g = (generations_to_threshold_ci(data[label], grid, threshold, n_boot) if math.isfinite(threshold)
+             else {"point": None, "lo": None, "hi": None, "never_frac": math.nan})
         extra = v["budget"]["total"] - v["budget"]["rl"]
         v["to_threshold"] = {**g, "total_point": None if g["point"] is None else g["point"] + extra}
     paired = {}
-    for other in [x for x in out_specs if x != "lopd"]:
+    for other in [x for x in out_specs if x != "lopd" and "lopd" in out_specs]:
         if out_specs[other]["seeds"] != out_specs["lopd"]["seeds"]:
             continue  # pairs need the same seeds
         paired[other] = {"final": paired_difference(data["lopd"][:, :, -1], data[other][:, :, -1], n_boot),
@@ -128,7 +129,7 @@ def analyse(proto: Protocol, report: dict[str, Any], tuning: dict[str, Any], com
             "machine": f"{platform.machine()} {platform.system()}", "config": report["config"],
             "bank": report["bank"], "coldstart": report["coldstart"], "grid": grid, "test_tasks": len(tasks or []),
             "threshold": {"learner": thr_label, "value": threshold}, "specs": out_specs, "paired": paired,
-            "tuning": tuning}
+            "tuning": tuning, "missing": report.get("missing", [])}
 
 
 def _ci_of(per_seed_task: np.ndarray, n_boot: int) -> dict[str, float]:
@@ -151,21 +152,26 @@ def markdown(a: dict[str, Any]) -> str:
     """The results section: headline table first, then tuning, curves, composer diagnostics."""
     cfg, specs, thr = a["config"], a["specs"], a["threshold"]
     budget = cfg["generations"]
-    lines = [f"Protocol **{a['protocol']['name']}**: {a['protocol']['description']}", "",
+    lines = [f"Protocol **{a['protocol']['name']}**: {a['protocol']['description']}", ""]
+    if a.get("missing"):
+        lines += [f"**Partial: {len(a['missing'])} of the protocol's test runs are not finished** "
+                  f"({', '.join(a['missing'])}); every number below comes from the finished ones and each row "
+                  "names its seeds.", ""]
+    lines += [
              f"Test: {a['test_tasks']} held-out test tasks, greedy, at {len(a['grid'])} budget points "
              f"({', '.join(map(str, a['grid']))}); seeds {a['protocol']['seeds']}; every cell a mean with its 95% "
              f"bootstrap interval over seeds and tasks ({a['protocol']['n_boot']} replicates). Threshold: "
              f"{thr['learner']}'s final test mean, {thr['value']:.3f}.", "",
-             "| learner | final test reward | AUC (mean over points > 0) | generations to threshold (RL) | "
+             "| learner | seeds | final test reward | AUC (mean over points > 0) | generations to threshold (RL) | "
              "RL budget | total budget (RL + bank + cold start) | total at threshold | LOPD - learner, final (p) |",
-             "|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|"]
     for label, v in specs.items():
         b, t = v["budget"], v["to_threshold"]
         p = a["paired"].get(label)
         pair = "-" if p is None else (f"{p['final']['diff']:+.3f} [{p['final']['lo']:+.3f}, {p['final']['hi']:+.3f}] "
                                       f"(p={p['final']['p']:.3f})")
         total_thr = "-" if t["total_point"] is None else str(t["total_point"])
-        lines.append(f"| {label} | {_cell(v['curve'][-1])} | {_cell(v['auc'])} | {_gens(t, budget)} | {b['rl']} | "
+        lines.append(f"| {label} | {len(v['seeds'])} | {_cell(v['curve'][-1])} | {_cell(v['auc'])} | {_gens(t, budget)} | {b['rl']} | "
                      f"{b['total']} ({b['rl']} + {b['bank']} + {b['coldstart']}) | {total_thr} | {pair} |")
     lines += ["", "Paired tests on the learning-speed summary (AUC), LOPD minus each: " + "; ".join(
         f"{k} {p['auc']['diff']:+.3f} [{p['auc']['lo']:+.3f}, {p['auc']['hi']:+.3f}] (p={p['auc']['p']:.3f})"

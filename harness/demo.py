@@ -344,8 +344,9 @@ def coldstart(cfg: DemoConfig, train_cfg: Any, overrides: list[str], bank: Path,
     return target / "composer.pt", built
 
 
-def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
-    """Every stage (module docstring); returns the report dict (also written to ``out/report.json``)."""
+def run_pipeline(cfg: DemoConfig, specs: list[RunSpec], train: bool = True) -> dict[str, Any]:
+    """Every stage (module docstring); returns the report dict (also written to ``out/report.json``).
+    ``train=False`` trains nothing and reports the finished runs only (``report["missing"]`` lists the rest)."""
     import torch
 
     from envs.micro.world import cache_root
@@ -366,8 +367,19 @@ def run_pipeline(cfg: DemoConfig, specs: list[RunSpec]) -> dict[str, Any]:
     cs_traces, cs_info = coldstart_pairs_stage(model, tok, cfg, specs, bank, cache, timings)
     del model
     jobs, coldstarts = plan_runs(cfg, specs, base_info["path"], bank, cs_traces, cache, out, timings)
-    summaries = train_stage(cfg, jobs, timings)
+    missing = []
+    if not train:
+        from harness.demo_runs import finished, wanted
+
+        done = [finished(run_dir, wanted(ov), cfg) for _, _, run_dir, ov in jobs]
+        missing = [f"{j[0].label}-s{j[1]}" for j, ok in zip(jobs, done) if not ok]
+        jobs = [j for j, ok in zip(jobs, done) if ok]
+        specs = [s for s in specs if any(j[0].label == s.label for j in jobs)]
+        if not specs:
+            raise ValueError(f"no finished run in {out / 'runs'} to report")
+    summaries = train_stage(cfg, jobs, timings) if train else {}
     report = summarize(collect_runs(cfg, jobs, summaries), specs, cfg.threshold)
+    report["missing"] = missing
     timings["total"] = time.perf_counter() - t_start
     base = {k: base_info.get(k) for k in ("path", "cached", "pinned", "key", "parameters", "seconds")}
     report.update(config=_plain(cfg), base=base, bank=bank_info,
@@ -426,9 +438,9 @@ def coldstart_pairs_stage(model: Any, tok: Any, cfg: DemoConfig, specs: list[Run
 
 def plan_runs(cfg: DemoConfig, specs: list[RunSpec], base_path: str, bank: Path, cs_traces: list[Path],
               cache: Path, out: Path, timings: dict[str, float]) -> tuple[list[tuple], dict[str, Any]]:
-    """3b. Every (spec, seed) run as ``(spec, seed, run_dir, overrides)``, an LOPD run starting from
-    its cold-start composer (:func:`coldstart`); and per label, that composer's path and whether it
-    was cached."""
+    """3b. Every (spec, seed) run as ``(spec, seed, run_dir, overrides)``, seed by seed (an interrupted
+    comparison then holds whole seeds of every spec), an LOPD run starting from its cold-start composer
+    (:func:`coldstart`); and per label, that composer's path and whether it was cached."""
     from harness.config import load_config
     from harness.train_config import TrainConfig
     from harness.trainer import example_config
@@ -436,8 +448,8 @@ def plan_runs(cfg: DemoConfig, specs: list[RunSpec], base_path: str, bank: Path,
     jobs: list[tuple[RunSpec, int, Path, list[str]]] = []
     t0 = time.perf_counter()
     coldstarts: dict[str, Any] = {}
-    for spec in specs:
-        for seed in cfg.seeds:
+    for seed in cfg.seeds:
+        for spec in specs:
             run_dir = out / "runs" / f"{spec.label}-s{seed}"
             ov = run_overrides(cfg, base_path, bank, spec, seed, run_dir)
             tcfg = load_config(TrainConfig, example_config(spec.learner), ov)

@@ -150,14 +150,24 @@ def train_stage(cfg: DemoConfig, jobs: list[tuple], timings: dict[str, float]) -
     return summaries
 
 
+def wanted(ov: list[str]) -> dict[str, Any]:
+    """The spec a run of overrides ``ov`` records (and is reused by)."""
+    return {"version": DEMO_VERSION, "overrides": ov, "config": resolved_config(ov)}
+
+
+def finished(run_dir: Path, want: dict[str, Any], cfg: DemoConfig) -> bool:
+    """Whether ``run_dir`` holds a complete run of the spec ``want``."""
+    sf = _spec_file(run_dir)
+    return sf.is_file() and same_run(json.loads(sf.read_text()).get("spec"), want) and complete(run_dir, cfg)
+
+
 def runs_to_train(cfg: DemoConfig, jobs: list[tuple]) -> list[tuple]:
     """The jobs whose folder holds no finished run of the same spec, as ``(*job, want)`` (``want``: the
     spec the run will record); a stale or unfinished folder is deleted (a link to one: the link only)."""
     todo = []
     for spec, seed, run_dir, ov in jobs:
-        want = {"version": DEMO_VERSION, "overrides": ov, "config": resolved_config(ov)}
-        sf = _spec_file(run_dir)
-        if sf.is_file() and same_run(json.loads(sf.read_text()).get("spec"), want) and complete(run_dir, cfg):
+        want = wanted(ov)
+        if finished(run_dir, want, cfg):
             continue
         if run_dir.is_symlink():
             run_dir.unlink()  # a link to a run of another spec: drop the link, never the run it names

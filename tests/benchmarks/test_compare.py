@@ -67,4 +67,11 @@ def test_compare_runs_the_whole_protocol_and_writes_the_report(tmp_path, monkeyp
     assert all((out / f).stat().st_size > 1000 for f in ("curves.png", "composer.png", "tuning.png"))
     # a second command reuses every run
     assert compare.main(["--protocol", str(proto), "--out", str(out), "--set", *sets, "--stage", "test"]) == 0
+    # the report stage trains nothing: an unfinished run is named and left out, the rest reported
+    (out / "test" / "runs" / "sdpo-s1" / "metrics.jsonl").write_text("")
+    assert compare.main(["--protocol", str(proto), "--out", str(out), "--set", *sets, "--stage", "report"]) == 0
+    a = json.loads((out / "report.json").read_text())
+    assert a["missing"] == ["sdpo-s1"] and "sdpo" not in a["specs"] and "grpo" in a["specs"]
+    assert "Partial: 1 of the protocol's test runs" in (out / "results.md").read_text()
+    assert not (out / "test" / "runs" / "sdpo-s1" / "metrics.jsonl").read_text()
 
