@@ -35,14 +35,14 @@ SMALL = ["base.n_train=60", "base.n_eval=12", "base.n_plain=16", "base.n_referen
 @pytest.mark.slow
 def test_compare_runs_the_whole_protocol_and_writes_the_report(tmp_path, monkeypatch):
     monkeypatch.setenv("LOPD_CACHE_DIR", str(tmp_path / "cache"))
-    two = "[[optim.lr=1e-4],[optim.lr=1e-3]]"
-    sets = [f"demo.{s}" for s in SMALL] + [f"{n}.sweep={two}" for n in LEARNERS] + [
+    one = "[[optim.lr=1e-3]]"  # the choice among several is test_comparison's; one each keeps this fast
+    sets = [f"demo.{s}" for s in SMALL] + [f"{n}.sweep={one}" for n in LEARNERS] + [
         "seeds=[1]", "ablation_seeds=[1]", "n_boot=200"]
     out = tmp_path / "cmp"
     proto = ROOT / "benchmarks" / "protocols" / "equal_data.yaml"
     assert compare.main(["--protocol", str(proto), "--out", str(out), "--set", *sets]) == 0
     tuning = json.loads((out / "tuning.json").read_text())
-    assert set(tuning["chosen"]) == set(LEARNERS) and all(len(tuning["table"][n]) == 2 for n in LEARNERS)
+    assert tuning["chosen"] == {n: 0 for n in LEARNERS} and all(len(tuning["table"][n]) == 1 for n in LEARNERS)
     # tuning evaluated the validation tasks only, the test stage the test tasks only
     val = {json.loads(x)["task_id"] for x in open(out / "tune" / "runs" / "grpo-c0-s0" / "traces.jsonl")
            if '"eval"' in x and json.loads(x)["meta"].get("phase") == "eval"}
