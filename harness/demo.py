@@ -68,7 +68,7 @@ class DemoConfig:
     it, so while that code changes a pinned base keeps a long comparison on one model."""
     seeds: list[int] = field(default_factory=lambda: [0])
     """Training seeds; every run spec trains once per seed."""
-    generations: int = 96
+    generations: int = 64
     """Rollout budget of every run (episodes played for training). The demo's default is a live check of the
     pipeline that fits ``make demo``'s 10 minutes; the comparison (benchmarks/protocols/) runs 640."""
     rollouts_per_step: int = 32
@@ -87,9 +87,9 @@ class DemoConfig:
     """Tokens per assistant turn (training, evaluation and the bank rollouts)."""
     max_turns: int = 8
     """Assistant turns per episode (every micro-world procedure ends within 6)."""
-    bank_tasks: int = 300
+    bank_tasks: int = 200
     """Training tasks the base plays once each (temperature ``bank_temperature``) to fill the bank (the
-    comparison plays all 600, so that every procedure has a chance to be in it; the demo half)."""
+    comparison plays all 600, so that every procedure has a chance to be in it; the demo a third)."""
     bank_temperature: float = 0.7
     """Sampling temperature of the bank rollouts (the training rollouts' temperature)."""
     min_bank: int = 0
@@ -104,13 +104,13 @@ class DemoConfig:
     token, so the latents learn to stay out of the way and carry nothing). ``referenced``: successful
     episodes of the base given the task's top-1 bank experience as a text reference, which include
     tasks it fails alone; the latents must then carry what the text carried."""
-    coldstart_tasks: int = 150
+    coldstart_tasks: int = 100
     """Training tasks the base plays with a text reference for ``coldstart_source=referenced`` (the
     comparison plays all 600)."""
-    coldstart_steps: int = 40
+    coldstart_steps: int = 20
     """Composer cold-start steps (LOPD runs). On the r14 base the latent teacher's held-out reward
     grows with them: 0.30 without context, 0.37 after 40 steps of 4, 0.48 after 200 of 8, against
-    0.55 with the same top-1 experience as text (docs/MICRO.md); the demo's 40 of 8 fit its 10 minutes,
+    0.55 with the same top-1 experience as text (docs/MICRO.md); the demo's 20 of 8 fit its 10 minutes (its LOPD run checks the pipeline, not the method),
     the comparison runs 200 of 8."""
     coldstart_batch: int = 8
     """Cold-start pairs per step."""

@@ -1,7 +1,7 @@
 """``lopd demo``: the main job end to end on the micro world, GRPO against LOPD at an equal budget.
 
     lopd demo                                  # base (pinned) -> bank -> cold start -> GRPO and LOPD,
-                                               # 96 generations each -> table + plot, then the shipped
+                                               # 64 generations each -> table + plot, then the shipped
                                                # full-budget result with its intervals
     lopd demo --out runs/demo2 generations=320 eval_every=64      # DemoConfig overrides (key=value)
     lopd demo --learners grpo opsd sdpo lopd --seeds 0 1 2
