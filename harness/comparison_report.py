@@ -39,8 +39,9 @@ def _resolved(learner: str, overrides: list[str]) -> Any:
 def budgets(spec: dict[str, Any], label: str, report: dict[str, Any]) -> dict[str, int]:
     """Episodes behind one run: RL (the training budget), bank rollouts and cold-start rollouts when the
     learner reads the bank or a cold-started composer, scripted-expert episodes in that bank; and the total."""
-    tcfg = _resolved(spec["learner"], spec["overrides"])
-    reads_bank = spec["learner"] == "lopd" or (spec["learner"] == "opsd" and tcfg.opsd.oracle != "reference")
+    from harness.learners.privileged import run_inputs
+
+    reads_bank = run_inputs(_resolved(spec["learner"], spec["overrides"]))[0]
     bank = report["bank"]
     cs = report["coldstart"]
     cold = label in cs["composers"] and cs["traces"].get("source") == "referenced"

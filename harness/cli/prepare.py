@@ -51,19 +51,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def needs(cfg: Any) -> tuple[bool, bool]:
-    """``(bank, composer)``: whether the run of ``cfg`` reads a bank and a cold-start composer."""
-    from harness.learners.base import get_learner
-
-    name = get_learner(cfg.learner).name
-    return name == "lopd" or (name == "opsd" and cfg.opsd.oracle != "reference"), name == "lopd"
-
-
 def check_prepared(cfg: Any, prepare: str) -> None:
     """Raise, naming the command ``prepare``, when the run of ``cfg`` lacks its bank or composer."""
     from harness.learners.lopd import check_composer_init
+    from harness.learners.privileged import run_inputs
 
-    bank, composer = needs(cfg)
+    bank, composer = run_inputs(cfg)
     if composer:
         check_composer_init(cfg.lopd.composer_init, prepare)
     if bank and cfg.bank.path and not Path(cfg.bank.path).exists():
@@ -141,11 +134,12 @@ def run(args: argparse.Namespace) -> int:
     from harness.config import config_and_overrides, load_config
     from harness.demo import (DemoConfig, RunSpec, bank_stage, base_stage, coldstart, coldstart_pairs_stage)
     from harness.learners.lopd import RANDOM_COMPOSER
+    from harness.learners.privileged import run_inputs
     from harness.train_config import TrainConfig
 
     path, overrides = config_and_overrides(args.config, args.overrides)
     cfg = load_config(TrainConfig, path, overrides)
-    want_bank, want_composer = needs(cfg)
+    want_bank, want_composer = run_inputs(cfg)
     if not want_bank:
         raise ValueError(f"learner {cfg.learner} reads no bank: lopd prepare is for LOPD and for OPSD with a bank "
                          "oracle (opsd.oracle=bank or bank_then_reference)")
@@ -194,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
         done.append(f"cold-start composer ({cs_info['successes']} referenced successes, "
                     f"{'built' if built else 'cached'}) -> {dst} ({_install(composer, dst, args.force)})")
     else:
-        why = "lopd.composer_init=random" if needs(cfg)[1] else f"{cfg.learner} has no composer"
+        why = "lopd.composer_init=random" if run_inputs(cfg)[1] else f"{cfg.learner} has no composer"
         print(f"[prepare] 3/3 cold start: none ({why})")
     for line in done:
         print(f"[prepare] {line}")

@@ -78,6 +78,15 @@ class HashingEmbedder:
     encode_queries = encode_documents
 
 
+def run_inputs(cfg: Any) -> tuple[bool, bool]:
+    """``(bank, composer)``: whether a run of TrainConfig ``cfg`` reads an experience bank (LOPD; OPSD unless
+    its oracle is the dataset's reference) and a cold-start composer (LOPD)."""
+    from harness.learners.base import get_learner
+
+    name = get_learner(cfg.learner).name
+    return name == "lopd" or (name == "opsd" and cfg.opsd.oracle != "reference"), name == "lopd"
+
+
 def make_embedder(spec: BankSpec) -> Any:
     """The embedder a :class:`BankSpec` asks for (None: the bank's own model, loaded on first use)."""
     return HashingEmbedder() if spec.embedder == "hashing" else None
