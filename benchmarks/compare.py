@@ -8,7 +8,8 @@
 Stages (``--stage all`` runs them in order; :mod:`harness.comparison` documents the protocol):
 
 1. ``tune``: every learner's sweep configurations (the same number each) at the full budget on the
-   validation tasks; each learner's best validation AUC is chosen (``OUT/tuning.json``);
+   validation tasks; each learner's best validation AUC is chosen (``OUT/tuning.json``, ``tuning.md``,
+   ``tuning.png``; a later ``--stage test`` reads ``OUT/tuning.json``, so a shipped one can be copied there);
 2. ``test``: the chosen configurations and the ablations on the protocol's seeds, on the test tasks;
 3. the report (``--stage report``: of the finished test runs only, without training): ``OUT/report.json``, ``OUT/results.md`` (the RESULTS.md section: budgets, tuning table, test
    curves and finals with 95% bootstrap intervals, generations-to-threshold, paired tests, composer
@@ -32,7 +33,7 @@ if str(ROOT) not in sys.path:
 
 from harness.comparison import LEARNERS, load_protocol, run_test, stage_config, tune, tune_specs  # noqa: E402
 from benchmarks.probe_teacher import teacher_advantage  # noqa: E402
-from harness.comparison_report import analyse, markdown, plot_all  # noqa: E402
+from harness.comparison_report import analyse, markdown, plot_all, plot_tuning, tuning_markdown  # noqa: E402
 
 
 def dry_run(proto, out: Path) -> str:
@@ -82,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.stage in ("all", "tune"):
         chosen, tuning = tune(proto, out)
         tuning_file.write_text(json.dumps(tuning, indent=1) + "\n", encoding="utf-8")
+        (out / "tuning.md").write_text(tuning_markdown(tuning, proto.tune_seeds), encoding="utf-8")
+        plot_tuning(tuning, out / "tuning.png")
         print("chosen on validation: " + ", ".join(f"{n}: {' '.join(proto.plan(n).sweep[i])}"
                                                   for n, i in chosen.items()))
         if args.stage == "tune":

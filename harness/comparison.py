@@ -133,7 +133,7 @@ def choose(proto: Protocol, report: dict[str, Any]) -> tuple[dict[str, int], dic
         for i, ov in enumerate(proto.plan(n).sweep):
             v = report["specs"][f"{n}-c{i}"]
             rows.append({"config": i, "overrides": ov, "val_auc": val_auc(v["curve"]), "val_final": v["final"],
-                         "seeds": v["seeds"]})
+                         "seeds": v["seeds"], "curve": [[p["generations"], p["mean"]] for p in v["curve"]]})
         chosen[n] = max(range(len(rows)), key=lambda i: (rows[i]["val_auc"], -i))
         table[n] = rows
     return chosen, table

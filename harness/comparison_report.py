@@ -188,6 +188,11 @@ def markdown(a: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def tuning_markdown(tuning: dict[str, Any], tune_seeds: list[int]) -> str:
+    """The tuning table alone (``compare.py --stage tune`` writes it before any test run)."""
+    return "\n".join(_tuning_lines({"tuning": tuning, "protocol": {"tune_seeds": tune_seeds}})) + "\n"
+
+
 def _tuning_lines(a: dict[str, Any]) -> list[str]:
     t = a["tuning"]
     lines = ["Tuning on the validation tasks (the same number of configurations per learner, full budget, "
@@ -273,14 +278,31 @@ def plot_all(a: dict[str, Any], out: str | Path) -> list[Path]:
     fig.savefig(paths[-1], dpi=110)
     plt.close(fig)
 
-    fig, axes = plt.subplots(1, len(LEARNERS), figsize=(14, 3.6), sharey=True)
-    for ax, n in zip(axes, LEARNERS):
-        for row in a["tuning"]["table"][n]:
-            ax.bar(row["config"], row["val_auc"], color="C1" if int(a["tuning"]["chosen"][n]) == row["config"] else "C0")
-        ax.set(title=n, xlabel="configuration", xticks=[r["config"] for r in a["tuning"]["table"][n]])
-    axes[0].set_ylabel("validation AUC")
-    fig.tight_layout()
-    paths.append(out / "tuning.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths.append(plot_tuning(a["tuning"], out / "tuning.png"))
     return paths
+
+
+def plot_tuning(tuning: dict[str, Any], path: str | Path) -> Path:
+    """Validation reward against generations, one panel per learner, one line per configuration (the chosen
+    one thick)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(LEARNERS), figsize=(15, 3.8), sharey=True)
+    for ax, n in zip(axes, LEARNERS):
+        for row in tuning["table"][n]:
+            chosen = int(tuning["chosen"][n]) == row["config"]
+            x, y = zip(*row["curve"]) if row.get("curve") else ((), ())
+            ax.plot(x, y, marker="o", ms=3, lw=2.5 if chosen else 1,
+                    label=f"{' '.join(row['overrides'])} ({row['val_auc']:.3f})" + (" *" if chosen else ""))
+        ax.set(title=n, xlabel="generations")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    axes[0].set_ylabel("validation reward (AUC in brackets, * chosen)")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

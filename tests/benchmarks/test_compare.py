@@ -43,6 +43,8 @@ def test_compare_runs_the_whole_protocol_and_writes_the_report(tmp_path, monkeyp
     assert compare.main(["--protocol", str(proto), "--out", str(out), "--set", *sets]) == 0
     tuning = json.loads((out / "tuning.json").read_text())
     assert tuning["chosen"] == {n: 0 for n in LEARNERS} and all(len(tuning["table"][n]) == 1 for n in LEARNERS)
+    assert [p[0] for p in tuning["table"]["lopd"][0]["curve"]] == [0, 8]
+    assert "validation AUC" in (out / "tuning.md").read_text() and (out / "tuning.png").stat().st_size > 1000
     # tuning evaluated the validation tasks only, the test stage the test tasks only
     val = {json.loads(x)["task_id"] for x in open(out / "tune" / "runs" / "grpo-c0-s0" / "traces.jsonl")
            if '"eval"' in x and json.loads(x)["meta"].get("phase") == "eval"}
