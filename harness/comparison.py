@@ -134,7 +134,8 @@ def choose(proto: Protocol, report: dict[str, Any]) -> tuple[dict[str, int], dic
             v = report["specs"][f"{n}-c{i}"]
             rows.append({"config": i, "overrides": ov, "val_auc": val_auc(v["curve"]), "val_final": v["final"],
                          "seeds": v["seeds"], "curve": [[p["generations"], p["mean"]] for p in v["curve"]]})
-        chosen[n] = max(range(len(rows)), key=lambda i: (rows[i]["val_auc"], -i))
+        # rounded so that equal areas summed in another order still tie (and the first listed wins)
+        chosen[n] = max(range(len(rows)), key=lambda i: (round(rows[i]["val_auc"], 9), -i))
         table[n] = rows
     return chosen, table
 
