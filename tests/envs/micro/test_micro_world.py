@@ -163,3 +163,17 @@ def test_registered_env_builds_once_and_passes_check_env(tmp_path, monkeypatch):
     MicroEnv(n_train=30, n_eval=12).tasks  # noqa: B018  (a second env reuses the cache)
     assert files.scenarios.stat().st_mtime_ns == stamp
     assert len(list((tmp_path / "micro").iterdir())) == 1
+
+
+def test_validation_tasks_follow_the_test_tasks_and_leave_them_unchanged(tmp_path):
+    plain = MicroEnv(seed=0, n_train=12, n_eval=6, cache_dir=tmp_path)
+    split = MicroEnv(seed=0, n_train=12, n_eval=6, n_val=4, cache_dir=tmp_path)
+    by_split = {s: [t for t in split.all_tasks() if t.split == s] for s in ("train", "eval", "val")}
+    assert [len(v) for v in by_split.values()] == [12, 6, 4]
+    same = [(t.task_id, t.prompt) for t in plain.all_tasks()]
+    assert same == [(t.task_id, t.prompt) for t in split.all_tasks() if t.split != "val"]
+    assert [t.task_id.rsplit("_", 1)[1] for t in by_split["val"]] == ["6", "7", "8", "9"]  # eval tasks 6..9
+    val_env = MicroEnv(seed=0, n_train=12, n_eval=6, n_val=4, cache_dir=tmp_path, split="val")
+    assert val_env.reset(seed=3)[1]["split"] == "val"
+    with pytest.raises(ValueError, match="n_val"):
+        MicroEnv(n_val=-1)
