@@ -9,7 +9,7 @@ Stages (``--stage all`` runs them in order; :mod:`harness.comparison` documents 
 
 1. ``tune``: every learner's sweep configurations (the same number each) at the full budget on the
    validation tasks; each learner's best validation AUC is chosen (``OUT/tuning.json``, ``tuning.md``,
-   ``tuning.png``; a later ``--stage test`` reads ``OUT/tuning.json``, so a shipped one can be copied there);
+   ``tuning.png``, ``tuning_composer.png``; a later ``--stage test`` reads ``OUT/tuning.json``, so a shipped one can be copied there);
 2. ``test``: the chosen configurations and the ablations on the protocol's seeds, on the test tasks;
 3. the report (``--stage report``: of the finished test runs only, without training): ``OUT/report.json``, ``OUT/results.md`` (the RESULTS.md section: budgets, tuning table, test
    curves and finals with 95% bootstrap intervals, generations-to-threshold, paired tests, composer
@@ -33,7 +33,8 @@ if str(ROOT) not in sys.path:
 
 from harness.comparison import LEARNERS, load_protocol, run_test, stage_config, tune, tune_specs  # noqa: E402
 from benchmarks.probe_teacher import teacher_advantage  # noqa: E402
-from harness.comparison_report import analyse, markdown, plot_all, plot_tuning, tuning_markdown  # noqa: E402
+from harness.comparison_report import (  # noqa: E402
+    analyse, composer_lines, composer_trace, markdown, plot_all, plot_composer, plot_tuning, resolved, tuning_markdown)
 
 
 def dry_run(proto, out: Path) -> str:
@@ -55,6 +56,17 @@ def dry_run(proto, out: Path) -> str:
     lines += ["", f"training episodes {n_train:,}; evaluation episodes {n_eval:,}; bank {h.bank_tasks} and "
                   f"cold-start {cold} episodes once; output {out}"]
     return "\n".join(lines)
+
+
+def tune_composer(proto, out: Path) -> str:
+    """LOPD's composer diagnostics per sweep configuration (``tuning_composer.png``), as a table."""
+    runs = {}
+    for i, ov in enumerate(proto.lopd.sweep):
+        dirs = [str(out / "tune" / "runs" / f"lopd-c{i}-s{seed}") for seed in proto.tune_seeds]
+        margin = resolved("lopd", [*proto.lopd.fixed, *ov]).lopd.margin.margin
+        runs[f"lopd-c{i} ({' '.join(ov)})"] = (composer_trace(dirs), margin)
+    plot_composer(runs, out / "tuning_composer.png")
+    return "\n".join(composer_lines({"specs": {k: {"composer": c, "margin": m} for k, (c, m) in runs.items()}}))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.stage in ("all", "tune"):
         chosen, tuning = tune(proto, out)
         tuning_file.write_text(json.dumps(tuning, indent=1) + "\n", encoding="utf-8")
-        (out / "tuning.md").write_text(tuning_markdown(tuning, proto.tune_seeds), encoding="utf-8")
+        (out / "tuning.md").write_text(tuning_markdown(tuning, proto.tune_seeds) + "\n"
+                                       + tune_composer(proto, out), encoding="utf-8")
         plot_tuning(tuning, out / "tuning.png")
         print("chosen on validation: " + ", ".join(f"{n}: {' '.join(proto.plan(n).sweep[i])}"
                                                   for n, i in chosen.items()))

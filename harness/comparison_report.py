@@ -28,7 +28,8 @@ COMPOSER_KEYS = ("train/composer/anchor", "train/composer/delta", "train/compose
 """Per-step LOPD diagnostics: the anchor distance, the privileged margin Delta and the dual variable beta."""
 
 
-def _resolved(learner: str, overrides: list[str]) -> Any:
+def resolved(learner: str, overrides: list[str]) -> Any:
+    """The TrainConfig of a run spec (its learner's packaged config with the overrides)."""
     from harness.config import load_config
     from harness.train_config import TrainConfig
     from harness.trainer import example_config
@@ -41,7 +42,7 @@ def budgets(spec: dict[str, Any], label: str, report: dict[str, Any]) -> dict[st
     learner reads the bank or a cold-started composer, scripted-expert episodes in that bank; and the total."""
     from harness.learners.privileged import run_inputs
 
-    reads_bank = run_inputs(_resolved(spec["learner"], spec["overrides"]))[0]
+    reads_bank = run_inputs(resolved(spec["learner"], spec["overrides"]))[0]
     bank = report["bank"]
     cs = report["coldstart"]
     cold = label in cs["composers"] and cs["traces"].get("source") == "referenced"
@@ -103,7 +104,7 @@ def analyse(proto: Protocol, report: dict[str, Any], tuning: dict[str, Any], com
             "composer": composer_trace(dirs) if spec["learner"] == "lopd" else {},
         }
         if spec["learner"] == "lopd":
-            out_specs[label]["margin"] = _resolved("lopd", spec["overrides"]).lopd.margin.margin
+            out_specs[label]["margin"] = resolved("lopd", spec["overrides"]).lopd.margin.margin
             mine = [probes[d] for d in dirs if d in (probes or {})]
             if mine:
                 out_specs[label]["teacher_probe"] = {
@@ -177,7 +178,7 @@ def markdown(a: dict[str, Any]) -> str:
     lines += ["", "Paired tests on the learning-speed summary (AUC), LOPD minus each: " + "; ".join(
         f"{k} {p['auc']['diff']:+.3f} [{p['auc']['lo']:+.3f}, {p['auc']['hi']:+.3f}] (p={p['auc']['p']:.3f})"
         for k, p in a["paired"].items()) + ".", ""]
-    lines += _tuning_lines(a) + [""] + _curve_lines(a) + [""] + _composer_lines(a)
+    lines += _tuning_lines(a) + [""] + _curve_lines(a) + [""] + composer_lines(a)
     cost = {k: v["eval_cost"] for k, v in specs.items()}
     lines += ["", "Evaluation cost (not training budget): " + "; ".join(
         f"{k} {c['episodes']:,} episodes, {c['seconds'] / 60:.0f} min" for k, c in cost.items()) + ".",
@@ -215,7 +216,9 @@ def _curve_lines(a: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _composer_lines(a: dict[str, Any]) -> list[str]:
+def composer_lines(a: dict[str, Any]) -> list[str]:
+    """The composer-diagnostics table of ``a["specs"]`` (each with ``composer``, ``margin`` and optionally
+    ``teacher_probe``)."""
     lines = ["Composer diagnostics (mean over seeds; first step -> last step). Teacher advantage: the latent "
              "teacher's reward minus the student's, both played as policies on held-out validation tasks, "
              "before training (cold-start composer, base student) and after it (trained composer, final student):",
@@ -259,27 +262,38 @@ def plot_all(a: dict[str, Any], out: str | Path) -> list[Path]:
     fig.savefig(paths[-1], dpi=110)
     plt.close(fig)
 
+    paths.append(plot_composer({k: (v.get("composer") or {}, v.get("margin")) for k, v in a["specs"].items()},
+                               out / "composer.png"))
+    paths.append(plot_tuning(a["tuning"], out / "tuning.png"))
+    return paths
+
+
+def plot_composer(runs: dict[str, tuple[dict[str, Any], float | None]], path: str | Path) -> Path:
+    """Anchor distance, Delta against the margin and beta per step: ``runs`` maps a label to its
+    :func:`composer_trace` and margin (labels without a trace are skipped)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
-    for label, v in a["specs"].items():
-        c = v.get("composer") or {}
+    for label, (c, margin) in runs.items():
         for ax, k in zip(axes, ("anchor", "delta", "beta")):
             if c.get(k):
                 s = [p["step"] for p in c[k]]
                 ax.plot(s, [p["mean"] for p in c[k]], label=label)
                 ax.fill_between(s, [p["min"] for p in c[k]], [p["max"] for p in c[k]], alpha=0.15)
-        if c.get("delta"):
-            axes[1].axhline(v["margin"], ls="--", lw=0.8, color="grey")
+        if c.get("delta") and margin is not None:
+            axes[1].axhline(margin, ls="--", lw=0.8, color="grey")
     for ax, t in zip(axes, ("anchor distance", "Delta (dashed: margin m)", "beta")):
         ax.set(xlabel="step", title=t)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
+    axes[0].legend(fontsize=7)
     fig.tight_layout()
-    paths.append(out / "composer.png")
-    fig.savefig(paths[-1], dpi=110)
+    path = Path(path)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
-
-    paths.append(plot_tuning(a["tuning"], out / "tuning.png"))
-    return paths
+    return path
 
 
 def plot_tuning(tuning: dict[str, Any], path: str | Path) -> Path:

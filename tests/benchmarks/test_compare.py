@@ -44,7 +44,9 @@ def test_compare_runs_the_whole_protocol_and_writes_the_report(tmp_path, monkeyp
     tuning = json.loads((out / "tuning.json").read_text())
     assert tuning["chosen"] == {n: 0 for n in LEARNERS} and all(len(tuning["table"][n]) == 1 for n in LEARNERS)
     assert [p[0] for p in tuning["table"]["lopd"][0]["curve"]] == [0, 8]
-    assert "validation AUC" in (out / "tuning.md").read_text() and (out / "tuning.png").stat().st_size > 1000
+    tuning_md = (out / "tuning.md").read_text()
+    assert "validation AUC" in tuning_md and "Composer diagnostics" in tuning_md and "| lopd-c0 (" in tuning_md
+    assert all((out / f).stat().st_size > 1000 for f in ("tuning.png", "tuning_composer.png"))
     # tuning evaluated the validation tasks only, the test stage the test tasks only
     val = {json.loads(x)["task_id"] for x in open(out / "tune" / "runs" / "grpo-c0-s0" / "traces.jsonl")
            if '"eval"' in x and json.loads(x)["meta"].get("phase") == "eval"}
