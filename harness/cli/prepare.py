@@ -129,10 +129,29 @@ def _install(src: Path, dst: Path, force: bool) -> str:
     return "replaced" if replaced else "written"
 
 
+def _prepare_composer(cfg: Any, dcfg: Any, model: Any, tok: Any, bank: Path, cache: Path, timings: dict,
+                      force: bool) -> tuple[str, int, Path]:
+    """Stage 3: the referenced rollouts and the cold start, installed at ``lopd.composer_init`` (or
+    ``RUN_DIR/composer_coldstart.pt``); returns (report line, episodes played, where it went)."""
+    from harness.demo import RunSpec, coldstart, coldstart_pairs_stage
+
+    print(f"[prepare] 3/3 cold start: the base plays {dcfg.coldstart_tasks} tasks with a text reference, then "
+          f"{dcfg.coldstart_steps} composer steps of {dcfg.coldstart_batch}", flush=True)
+    traces, cs_info = coldstart_pairs_stage(model, tok, dcfg, [RunSpec("lopd", "lopd")], bank, cache, timings)
+    with contextlib.redirect_stdout(io.StringIO()) as said:
+        composer, built = coldstart(dcfg, cfg, _as_overrides(cfg, bank), bank, traces, cache)
+    for line in said.getvalue().splitlines():
+        if not line.startswith("wrote "):  # that line names the cache's temporary build folder
+            print(line)
+    dst = Path(cfg.lopd.composer_init) if cfg.lopd.composer_init else Path(cfg.run_dir) / "composer_coldstart.pt"
+    return (f"cold-start composer ({cs_info['successes']} referenced successes, {'built' if built else 'cached'}) "
+            f"-> {dst} ({_install(composer, dst, force)})", int(cs_info["episodes"]), dst)
+
+
 def run(args: argparse.Namespace) -> int:
     from envs.micro.world import cache_root
     from harness.config import config_and_overrides, load_config
-    from harness.demo import (DemoConfig, RunSpec, bank_stage, base_stage, coldstart, coldstart_pairs_stage)
+    from harness.demo import DemoConfig, bank_stage, base_stage
     from harness.learners.lopd import RANDOM_COMPOSER
     from harness.learners.privileged import run_inputs
     from harness.train_config import TrainConfig
@@ -172,21 +191,10 @@ def run(args: argparse.Namespace) -> int:
     episodes = {"bank": bank_info["base_episodes"]}
     done = [f"bank: {bank_info['entries']} experiences -> {bank_dst} ({_install(bank / 'bank', bank_dst, args.force)})"]
     if want_composer:
-        print(f"[prepare] 3/3 cold start: the base plays {dcfg.coldstart_tasks} tasks with a text reference, then "
-              f"{dcfg.coldstart_steps} composer steps of {dcfg.coldstart_batch}", flush=True)
-        traces, cs_info = coldstart_pairs_stage(model, tok, dcfg, [RunSpec("lopd", "lopd")], bank, cache, timings)
-        episodes["cold start"] = cs_info["episodes"]
-        del model
-        with contextlib.redirect_stdout(io.StringIO()) as said:
-            composer, built = coldstart(dcfg, cfg, _as_overrides(cfg, bank), bank, traces, cache)
-        for line in said.getvalue().splitlines():
-            if not line.startswith("wrote "):  # that line names the cache's temporary build folder
-                print(line)
-        dst = Path(cfg.lopd.composer_init) if cfg.lopd.composer_init else run_dir / "composer_coldstart.pt"
+        line, episodes["cold start"], dst = _prepare_composer(cfg, dcfg, model, tok, bank, cache, timings, args.force)
+        done.append(line)
         if not cfg.lopd.composer_init:
             extra.append(f"lopd.composer_init={dst}")
-        done.append(f"cold-start composer ({cs_info['successes']} referenced successes, "
-                    f"{'built' if built else 'cached'}) -> {dst} ({_install(composer, dst, args.force)})")
     else:
         why = "lopd.composer_init=random" if run_inputs(cfg)[1] else f"{cfg.learner} has no composer"
         print(f"[prepare] 3/3 cold start: none ({why})")
