@@ -132,6 +132,21 @@ def test_same_run_ignores_progress_bars_and_the_folder_only():
     assert not same_run(None, want) and not same_run(["seed=0"], want)
 
 
+def test_same_run_compares_the_resolved_configs_on_the_saved_keys():
+    from harness.demo_runs import wanted
+
+    ov = ["learner=grpo", "run_dir=/a", "optim.lr=0.001"]
+    saved = wanted(ov)
+    assert saved["config"]["optim"]["lr"] == 0.001 and "run_dir" not in saved["config"]
+    assert same_run(saved, wanted([*ov[:1], "run_dir=/b", *ov[2:]]))
+    edited = wanted(ov)
+    edited["config"]["grpo"]["clip_high"] = 0.28  # as if the packaged file changed under the same overrides
+    assert not same_run(saved, edited)
+    newer = wanted(ov)
+    newer["config"]["grpo"]["a_field_added_since"] = 1  # code grew a field: the saved run is still that run
+    assert same_run(saved, newer)
+
+
 def test_demo_config_rejects_bad_specs(tmp_path):
     from harness.demo import run_pipeline
 
