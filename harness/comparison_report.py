@@ -30,11 +30,9 @@ COMPOSER_KEYS = ("train/composer/anchor", "train/composer/delta", "train/compose
 
 def resolved(learner: str, overrides: list[str]) -> Any:
     """The TrainConfig of a run spec (its learner's packaged config with the overrides)."""
-    from harness.config import load_config
-    from harness.train_config import TrainConfig
-    from harness.trainer import example_config
+    from harness.demo_runs import run_config
 
-    return load_config(TrainConfig, example_config(learner), overrides)
+    return run_config([f"learner={learner}", *overrides])
 
 
 def budgets(spec: dict[str, Any], label: str, report: dict[str, Any]) -> dict[str, int]:

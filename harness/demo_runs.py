@@ -39,16 +39,11 @@ def _train_one(overrides: list[str], threads: int) -> dict[str, Any]:
     """Train one run (in this process or a worker) and return its trainer summary."""
     import torch
 
-    from harness.config import load_config
-    from harness.train_config import TrainConfig
     from harness.trainer import train
 
     if threads > 0:
         torch.set_num_threads(threads)
-    learner = next(o.split("=", 1)[1] for o in overrides if o.startswith("learner="))
-    from harness.trainer import example_config
-
-    cfg = load_config(TrainConfig, example_config(learner), [o for o in overrides if not o.startswith("learner=")])
+    cfg = run_config(overrides)
     t0, c0 = time.perf_counter(), time.process_time()
     summary = train(cfg)
     summary = {k: v for k, v in summary.items() if k in ("run_dir", "steps", "generations")}
@@ -119,16 +114,22 @@ def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def resolved_config(ov: list[str]) -> dict[str, Any]:
-    """The run's whole TrainConfig as plain data (its packaged config with ``ov`` applied; the folder and the
-    progress bars left out), saved with the run and compared by :func:`same_run`."""
-    from harness.config import load_config, to_dict
+def run_config(ov: list[str]) -> Any:
+    """The TrainConfig of a run: its learner's packaged config (``learner=NAME`` in ``ov``) with ``ov`` applied."""
+    from harness.config import load_config
     from harness.train_config import TrainConfig
     from harness.trainer import example_config
 
     learner = next(o.split("=", 1)[1] for o in ov if o.startswith("learner="))
-    rest = [o for o in ov if not o.startswith(("learner=", "run_dir=", "log.progress="))]
-    d = json.loads(json.dumps(to_dict(load_config(TrainConfig, example_config(learner), rest)), default=str))
+    return load_config(TrainConfig, example_config(learner), [o for o in ov if not o.startswith("learner=")])
+
+
+def resolved_config(ov: list[str]) -> dict[str, Any]:
+    """The run's whole TrainConfig as plain data (:func:`run_config`; the folder and the progress bars left
+    out), saved with the run and compared by :func:`same_run`."""
+    from harness.config import to_dict
+
+    d = json.loads(json.dumps(to_dict(run_config(ov)), default=str))
     d.pop("run_dir", None)
     d.get("log", {}).pop("progress", None)
     return d
