@@ -171,7 +171,11 @@ def shipped_summary(path: str | os.PathLike = SHIPPED) -> str:
 
     a = json.loads(path.read_text(encoding="utf-8"))
     cfg, thr = a["config"], a["threshold"]
-    lines = [f"Shipped result ({path.parent}, protocol {a['protocol']['name']}): {len(a['protocol']['seeds'])} seeds, "
+    seeds = sorted({len(v.get("seeds", a["protocol"]["seeds"])) for v in a["specs"].values()})
+    n_seeds = "-".join(map(str, seeds)) if seeds else "0"
+    partial = (f"PARTIAL ({len(a['missing'])} of the protocol's runs missing: {', '.join(a['missing'])}). "
+               if a.get("missing") else "")
+    lines = [f"Shipped result ({path.parent}, protocol {a['protocol']['name']}): {partial}{n_seeds} seeds, "
              f"{a['test_tasks']} test tasks, {cfg['generations']} generations, every learner tuned on validation "
              f"with the same number of configurations; mean [95% bootstrap interval]. Reproduce: "
              f"`{a['command']}`", "",

@@ -208,5 +208,9 @@ def test_the_demo_prints_the_shipped_result_with_intervals_and_what_the_live_run
     assert "5 seeds, 120 test tasks, 640 generations" in text and "python benchmarks/compare.py --out X" in text
     assert "0.610 [0.580, 0.640]" in text and "320 [256, n.r.]" in text and "1840 (640 + 600 + 600)" in text
     assert "not within 640" in text and "+0.050 [+0.010, +0.090], paired bootstrap p = 0.020" in text
+    analysis["missing"] = ["lopd-s5"]
+    analysis["specs"]["lopd"]["seeds"] = [1, 2, 3, 4]
+    path.write_text(json.dumps(analysis))
+    assert "PARTIAL (1 of the protocol's runs missing: lopd-s5). 4-5 seeds" in shipped_summary(path)
     caveat = live_caveat({"config": {"eval_tasks": 30, "seeds": [0], "generations": 96}})
     assert "0.033" in caveat and "cannot rank" in caveat
