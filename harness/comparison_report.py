@@ -117,12 +117,7 @@ def analyse(proto: Protocol, report: dict[str, Any], tuning: dict[str, Any], com
              else {"point": None, "lo": None, "hi": None, "never_frac": math.nan})
         extra = v["budget"]["total"] - v["budget"]["rl"]
         v["to_threshold"] = {**g, "total_point": None if g["point"] is None else g["point"] + extra}
-    paired = {}
-    for other in [x for x in out_specs if x != "lopd" and "lopd" in out_specs]:
-        if out_specs[other]["seeds"] != out_specs["lopd"]["seeds"]:
-            continue  # pairs need the same seeds
-        paired[other] = {"final": paired_difference(data["lopd"][:, :, -1], data[other][:, :, -1], n_boot),
-                         "auc": paired_difference(auc(data["lopd"]), auc(data[other]), n_boot)}
+    paired = paired_tests(data, {k: v["seeds"] for k, v in out_specs.items()}, n_boot)
     return {"protocol": {"name": proto.name, "description": proto.description, "seeds": proto.seeds,
                          "tune_seeds": proto.tune_seeds, "n_boot": n_boot},
             "command": command, "seconds": seconds, "date": f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC",
@@ -132,9 +127,29 @@ def analyse(proto: Protocol, report: dict[str, Any], tuning: dict[str, Any], com
             "tuning": tuning, "missing": report.get("missing", [])}
 
 
+def paired_tests(data: dict[str, np.ndarray], seeds: dict[str, list[int]], n_boot: int) -> dict[str, Any]:
+    """LOPD minus every other run, final reward and AUC, paired on the seeds both have (an ablation may
+    have fewer) and on the tasks; ``data[label]`` is [seeds, tasks, points] in the order of ``seeds[label]``."""
+    out: dict[str, Any] = {}
+    for other in [x for x in data if x != "lopd" and "lopd" in data]:
+        common = [s for s in seeds["lopd"] if s in seeds[other]]
+        if not common:
+            continue
+        a = data["lopd"][[seeds["lopd"].index(s) for s in common]]
+        b = data[other][[seeds[other].index(s) for s in common]]
+        out[other] = {"seeds": common, "final": paired_difference(a[:, :, -1], b[:, :, -1], n_boot),
+                      "auc": paired_difference(auc(a), auc(b), n_boot)}
+    return out
+
+
 def _ci_of(per_seed_task: np.ndarray, n_boot: int) -> dict[str, float]:
     """Mean and interval of an [S, T] summary (as a one-point curve)."""
     return curve_ci(per_seed_task[:, :, None], n_boot)[0]
+
+
+def _paired_on(p: dict[str, Any], specs: dict[str, Any]) -> str:
+    """Names the seeds of a pair that uses fewer than LOPD's."""
+    return "" if p.get("seeds", specs["lopd"]["seeds"]) == specs["lopd"]["seeds"] else f"; seeds {p['seeds']}"
 
 
 def _cell(c: dict[str, float]) -> str:
@@ -169,12 +184,13 @@ def markdown(a: dict[str, Any]) -> str:
         b, t = v["budget"], v["to_threshold"]
         p = a["paired"].get(label)
         pair = "-" if p is None else (f"{p['final']['diff']:+.3f} [{p['final']['lo']:+.3f}, {p['final']['hi']:+.3f}] "
-                                      f"(p={p['final']['p']:.3f})")
+                                      f"(p={p['final']['p']:.3f}{_paired_on(p, specs)})")
         total_thr = "-" if t["total_point"] is None else str(t["total_point"])
         lines.append(f"| {label} | {len(v['seeds'])} | {_cell(v['curve'][-1])} | {_cell(v['auc'])} | {_gens(t, budget)} | {b['rl']} | "
                      f"{b['total']} ({b['rl']} + {b['bank']} + {b['coldstart']}) | {total_thr} | {pair} |")
     lines += ["", "Paired tests on the learning-speed summary (AUC), LOPD minus each: " + "; ".join(
-        f"{k} {p['auc']['diff']:+.3f} [{p['auc']['lo']:+.3f}, {p['auc']['hi']:+.3f}] (p={p['auc']['p']:.3f})"
+        f"{k} {p['auc']['diff']:+.3f} [{p['auc']['lo']:+.3f}, {p['auc']['hi']:+.3f}] (p={p['auc']['p']:.3f}"
+        f"{_paired_on(p, specs)})"
         for k, p in a["paired"].items()) + ".", ""]
     lines += _tuning_lines(a) + [""] + _curve_lines(a) + [""] + composer_lines(a)
     cost = {k: v["eval_cost"] for k, v in specs.items()}

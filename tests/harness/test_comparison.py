@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from harness.comparison import LEARNERS, Protocol, choose, headline_specs, load_protocol, stage_config, tune_specs
-from harness.comparison_report import budgets
+from harness.comparison_report import budgets, paired_tests
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOLS = sorted((ROOT / "benchmarks" / "protocols").glob("*.yaml"))
@@ -93,3 +93,17 @@ def test_budgets_count_the_bank_and_cold_start_only_for_learners_that_read_them(
     assert b["lopd"]["total"] == 1840
     ref = budgets({"learner": "opsd", "overrides": ["opsd.oracle=reference"]}, "opsd", report)
     assert ref["total"] == 640  # the reference oracle reads no bank
+
+
+def test_paired_tests_pair_the_seeds_both_runs_have():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    lopd = rng.random((5, 20, 3))
+    ablation = lopd[[0, 2]] - 0.1  # seeds 1 and 3 of LOPD's five, every reward 0.1 lower
+    out = paired_tests({"lopd": lopd, "grpo": lopd.copy(), "frozen": ablation, "other": lopd[:1]},
+                       {"lopd": [1, 2, 3, 4, 5], "grpo": [1, 2, 3, 4, 5], "frozen": [1, 3], "other": [9]}, n_boot=200)
+    assert set(out) == {"grpo", "frozen"}  # no seed in common with "other"
+    assert out["frozen"]["seeds"] == [1, 3] and out["grpo"]["seeds"] == [1, 2, 3, 4, 5]
+    assert out["frozen"]["final"]["diff"] == pytest.approx(0.1) and out["frozen"]["final"]["lo"] == pytest.approx(0.1)
+    assert out["grpo"]["final"]["diff"] == 0.0 and out["grpo"]["auc"]["diff"] == 0.0
