@@ -18,9 +18,10 @@ def test_dry_run_lists_every_run_and_counts_the_episodes(capsys):
     assert compare.main(["--dry-run"]) == 0
     text = capsys.readouterr().out
     assert "tune (16 runs, 60 validation tasks x 6 points each)" in text
-    assert "test (25 runs, 120 test tasks x 11 points each)" in text and "lopd-frozen seed 5" in text
-    # 41 runs x 640; 16 x 60 x 6 + 25 x 120 x 11
-    assert "training episodes 26,240; evaluation episodes 38,760" in text
+    assert "test (23 runs, 120 test tasks x 11 points each)" in text  # 4 learners x 5 seeds + the ablation x 3
+    assert "lopd seed 5" in text and "lopd-frozen seed 3" in text and "lopd-frozen seed 4" not in text
+    # 39 runs x 640; 16 x 60 x 6 + 23 x 120 x 11
+    assert "training episodes 24,960; evaluation episodes 36,120" in text
 
 
 SMALL = ["base.n_train=60", "base.n_eval=12", "base.n_plain=16", "base.n_referenced=8", "base.n_copy_drills=16",
