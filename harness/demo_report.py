@@ -171,8 +171,8 @@ def shipped_summary(path: str | os.PathLike = SHIPPED) -> str:
 
     a = json.loads(path.read_text(encoding="utf-8"))
     cfg, thr = a["config"], a["threshold"]
-    seeds = sorted({len(v.get("seeds", a["protocol"]["seeds"])) for v in a["specs"].values()})
-    n_seeds = "-".join(map(str, seeds)) if seeds else "0"
+    n = [len(v.get("seeds", a["protocol"]["seeds"])) for v in a["specs"].values()]
+    n_seeds = f"{min(n)}-{max(n)}" if min(n) != max(n) else str(n[0])
     partial = (f"PARTIAL ({len(a['missing'])} of the protocol's runs missing: {', '.join(a['missing'])}). "
                if a.get("missing") else "")
     lines = [f"Shipped result ({path.parent}, protocol {a['protocol']['name']}): {partial}{n_seeds} seeds, "
