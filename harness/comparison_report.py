@@ -131,7 +131,9 @@ def paired_tests(data: dict[str, np.ndarray], seeds: dict[str, list[int]], n_boo
     """LOPD minus every other run, final reward and AUC, paired on the seeds both have (an ablation may
     have fewer) and on the tasks; ``data[label]`` is [seeds, tasks, points] in the order of ``seeds[label]``."""
     out: dict[str, Any] = {}
-    for other in [x for x in data if x != "lopd" and "lopd" in data]:
+    if "lopd" not in data:
+        return out
+    for other in [x for x in data if x != "lopd"]:
         common = [s for s in seeds["lopd"] if s in seeds[other]]
         if not common:
             continue
