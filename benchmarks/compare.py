@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -69,6 +70,15 @@ def tune_composer(proto, out: Path) -> str:
     return "\n".join(composer_lines({"specs": {k: {"composer": c, "margin": m} for k, (c, m) in runs.items()}}))
 
 
+def every_stage(args: argparse.Namespace) -> str:
+    """The one command that runs every stage (tune, test, report) of this protocol with these overrides:
+    what a reader reruns, whichever ``--stage`` wrote the report."""
+    proto = Path(args.protocol).resolve()
+    shown = proto.relative_to(ROOT) if proto.is_relative_to(ROOT) else proto
+    return shlex.join(["python", "benchmarks/compare.py", "--protocol", str(shown), "--out", args.out,
+                       *(["--set", *args.set] if args.set else [])])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--protocol", default=str(ROOT / "benchmarks" / "protocols" / "equal_data.yaml"),
@@ -111,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     probes = {r["run_dir"]: teacher_advantage(r["run_dir"], n_tasks=proto.demo.val_tasks, samples=1, split="val")
               for r in report["runs"] if r["learner"] == "lopd"}
     analysis = analyse(proto, report, tuning, command=cmd, seconds=time.perf_counter() - t0, probes=probes)
+    analysis["reproduce"] = every_stage(args)
     (out / "report.json").write_text(json.dumps(analysis, indent=1, default=str) + "\n", encoding="utf-8")
     plot_all(analysis, out)
     text = markdown(analysis)

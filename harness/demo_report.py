@@ -160,6 +160,12 @@ def live_caveat(report: dict[str, Any]) -> str:
             "as their gap; the ranking is the shipped result below.")
 
 
+def _pair(label: str, p: dict[str, Any], lopd_seeds: list[int] | None) -> str:
+    f = p["final"]
+    seeds = "" if p.get("seeds", lopd_seeds) == lopd_seeds else f", seeds {p['seeds']}"
+    return f"{label} {f['diff']:+.3f} [{f['lo']:+.3f}, {f['hi']:+.3f}] (p = {f['p']:.3f}{seeds})"
+
+
 def shipped_summary(path: str | os.PathLike = SHIPPED) -> str:
     """The shipped comparison's headline: final test reward and generations-to-threshold with their 95%
     intervals and the budgets, per learner, with the command that reproduces it."""
@@ -177,8 +183,8 @@ def shipped_summary(path: str | os.PathLike = SHIPPED) -> str:
                if a.get("missing") else "")
     lines = [f"Shipped result ({path.parent}, protocol {a['protocol']['name']}): {partial}{n_seeds} seeds, "
              f"{a['test_tasks']} test tasks, {cfg['generations']} generations, every learner tuned on validation "
-             f"with the same number of configurations; mean [95% bootstrap interval]. Reproduce: "
-             f"`{a['command']}`", "",
+             f"with the same number of configurations; mean [95% bootstrap interval]. Reproduce (every stage): "
+             f"`{a.get('reproduce', a['command'])}`", "",
              f"{'learner':<12} {'final test reward':<24} {'generations to ' + format(thr['value'], '.3f'):<24} "
              "total episodes (RL + bank + cold start)"]
     for label, v in a["specs"].items():
@@ -187,9 +193,9 @@ def shipped_summary(path: str | os.PathLike = SHIPPED) -> str:
                 else f"{t['point']} [{t['lo']}, {'n.r.' if t['hi'] is None else t['hi']}]")
         lines.append(f"{label:<12} {c['mean']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}]{'':<4} {gens:<24} "
                      f"{b['total']} ({b['rl']} + {b['bank']} + {b['coldstart']})")
-    p = a["paired"].get("grpo")
-    if p:
-        f = p["final"]
-        lines += ["", f"LOPD minus GRPO at the full budget: {f['diff']:+.3f} [{f['lo']:+.3f}, {f['hi']:+.3f}], "
-                      f"paired bootstrap p = {f['p']:.3f} (threshold: {thr['learner']}'s final, {thr['value']:.3f})."]
+    if a["paired"]:
+        lopd_seeds = a["specs"].get("lopd", {}).get("seeds")
+        pairs = "; ".join(_pair(k, p, lopd_seeds) for k, p in a["paired"].items())
+        lines += ["", f"LOPD minus each at the full budget, paired bootstrap: {pairs}. "
+                      f"Threshold: {thr['learner']}'s final, {thr['value']:.3f}."]
     return "\n".join(lines)

@@ -59,6 +59,8 @@ def test_compare_runs_the_whole_protocol_and_writes_the_report(tmp_path, monkeyp
     for v in a["specs"].values():
         assert v["seeds"] == [1] and [c["generations"] for c in v["curve"]] == [0, 8]
         assert all(c["lo"] <= c["mean"] <= c["hi"] for c in v["curve"])
+    assert a["reproduce"].startswith("python benchmarks/compare.py --protocol benchmarks/protocols/equal_data.yaml "
+                                     f"--out {out} --set ")
     assert a["specs"]["lopd"]["budget"] == {"rl": 8, "bank": 8, "coldstart": 8, "expert": 8, "total": 24}
     assert a["specs"]["grpo"]["budget"]["total"] == 8
     assert a["specs"]["lopd"]["composer"]["anchor"] and a["specs"]["lopd-frozen"]["composer"]["anchor"]
@@ -76,6 +78,7 @@ def test_compare_runs_the_whole_protocol_and_writes_the_report(tmp_path, monkeyp
     (out / "test" / "runs" / "sdpo-s1" / "metrics.jsonl").write_text("")
     assert compare.main(["--protocol", str(proto), "--out", str(out), "--set", *sets, "--stage", "report"]) == 0
     a = json.loads((out / "report.json").read_text())
+    assert "--stage" not in a["reproduce"] and "--stage report" in a["command"]
     assert a["missing"] == ["sdpo-s1"] and "sdpo" not in a["specs"] and "grpo" in a["specs"]
     assert "Partial: 1 of the protocol's test runs" in (out / "results.md").read_text()
     assert not (out / "test" / "runs" / "sdpo-s1" / "metrics.jsonl").read_text()

@@ -207,7 +207,8 @@ def test_the_demo_prints_the_shipped_result_with_intervals_and_what_the_live_run
     text = shipped_summary(path)
     assert "5 seeds, 120 test tasks, 640 generations" in text and "python benchmarks/compare.py --out X" in text
     assert "0.610 [0.580, 0.640]" in text and "320 [256, n.r.]" in text and "1840 (640 + 600 + 600)" in text
-    assert "not within 640" in text and "+0.050 [+0.010, +0.090], paired bootstrap p = 0.020" in text
+    assert "Reproduce (every stage): `python benchmarks/compare.py --out X`" in text
+    assert "not within 640" in text and "paired bootstrap: grpo +0.050 [+0.010, +0.090] (p = 0.020)." in text
     analysis["missing"] = ["lopd-s5"]
     analysis["specs"]["lopd"]["seeds"] = [1, 2, 3, 4]
     path.write_text(json.dumps(analysis))
