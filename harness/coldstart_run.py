@@ -80,7 +80,9 @@ def load_composer(cfg: TrainConfig) -> tuple[Any, Any]:
 
 def train_composer(composer: Any, examples: list, cfg: TrainConfig, metrics: Path) -> None:
     """``cfg.lopd.coldstart.steps`` cold-start steps on batches drawn epoch by epoch from ``examples``,
-    one ``metrics`` line each; then the warmed composer becomes its own anchor."""
+    one ``metrics`` line each; then the warmed composer becomes its own anchor. The batches' order follows
+    ``lopd.composer_seed``, not the run's seed: a cold start is a function of the composer settings, so one
+    cached cold start serves every seed of a comparison."""
     from tqdm import tqdm
 
     from harness.metrics import MetricsLogger
@@ -89,7 +91,7 @@ def train_composer(composer: Any, examples: list, cfg: TrainConfig, metrics: Pat
 
     cs = cfg.lopd.coldstart
     opt = make_coldstart_optimizer(composer, cs)
-    sampler = EpochSampler([str(i) for i in range(len(examples))], derive_seed(cfg.seed, "coldstart"))
+    sampler = EpochSampler([str(i) for i in range(len(examples))], derive_seed(cfg.lopd.composer_seed, "coldstart"))
     with MetricsLogger(metrics) as log:
         for step in tqdm(range(1, cs.steps + 1), desc="coldstart", disable=not cfg.log.progress):
             batch = [examples[int(i)] for i in sampler.take(cs.batch_size)]

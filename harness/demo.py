@@ -32,7 +32,7 @@ import hashlib
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -320,14 +320,19 @@ def needs_coldstart(cfg: DemoConfig, spec: RunSpec) -> bool:
     return spec.learner == "lopd" and not given and cfg.coldstart_steps > 0
 
 
+def coldstart_key(cfg: DemoConfig, train_cfg: Any, bank: Path, traces: list[Path]) -> str:
+    """Everything a cold start reads: the bank, the pairs, the composer, its training settings (the demo's
+    steps, batch and lr over the run's ``lopd.coldstart``), its seed and the base model; not the run's seed."""
+    lo = train_cfg.lopd
+    settings = replace(lo.coldstart, steps=cfg.coldstart_steps, batch_size=cfg.coldstart_batch, lr=cfg.coldstart_lr)
+    return _key("coldstart", str(bank), [str(t) for t in traces], asdict(lo.composer), asdict(settings),
+                lo.n_retrieved, lo.allow_self_retrieval, lo.framing, lo.composer_seed, train_cfg.model.path)
+
+
 def coldstart(cfg: DemoConfig, train_cfg: Any, overrides: list[str], bank: Path, traces: list[Path],
               cache: Path) -> tuple[Path, bool]:
     """The cold-start composer file for this run's composer settings (built once, then cached)."""
-    lo = train_cfg.lopd
-    key = _key("coldstart", str(bank), [str(t) for t in traces], asdict(lo.composer), lo.n_retrieved,
-               lo.allow_self_retrieval, lo.framing, lo.composer_seed, cfg.coldstart_steps, cfg.coldstart_batch,
-               cfg.coldstart_lr, train_cfg.model.path)
-    target = cache / f"coldstart-{key}"
+    target = cache / f"coldstart-{coldstart_key(cfg, train_cfg, bank, traces)}"
 
     def build(tmp: Path) -> None:
         from harness.coldstart_run import run_coldstart

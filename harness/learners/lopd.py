@@ -62,7 +62,7 @@ class LOPDLearnerConfig(LOPDConfig):
     framing: str = DEFAULT_FRAMING
     """First-user-message framing of the latent reference: holds ``{latents}`` and ``{task}``."""
     composer_seed: int = 0
-    """Seed of the QFormer's and LoRA's initialisation."""
+    """Seed of the QFormer's and LoRA's initialisation and of the cold start's batch order."""
 
 
 RANDOM_COMPOSER = "random"

@@ -43,3 +43,25 @@ def test_coldstart_without_usable_pairs_is_a_clear_error(tmp_path, capsys):
             "lopd.composer.qformer.depth=1"]
     assert main(["coldstart", *args, "--traces", str(traces)]) == 2
     assert "no cold-start pair" in capsys.readouterr().err
+
+
+def test_coldstart_batch_order_follows_the_composer_seed_not_the_run_seed(tmp_path, monkeypatch):
+    """One cached cold start serves every seed of a comparison, so its data order must not read ``seed``."""
+    import lopd.coldstart
+    from harness.coldstart_run import train_composer
+    from harness.config import load_config
+    from harness.train_config import TrainConfig
+
+    def order(*overrides: str) -> list[int]:
+        seen: list[int] = []
+        monkeypatch.setattr(lopd.coldstart, "make_coldstart_optimizer", lambda composer, cs: None)
+        monkeypatch.setattr(lopd.coldstart, "coldstart_step", lambda c, batch, opt, cs: seen.extend(batch) or {})
+        composer = type("Composer", (), {"set_anchor": lambda self: None})()
+        cfg = load_config(TrainConfig, None, ["log.progress=false", "lopd.coldstart.steps=5",
+                                              "lopd.coldstart.batch_size=4", *overrides])
+        train_composer(composer, list(range(10)), cfg, tmp_path / "m.jsonl")
+        return seen
+
+    assert order("seed=1") == order("seed=2")
+    assert order("lopd.composer_seed=0") != order("lopd.composer_seed=1")
+    assert sorted(order()[:10]) == list(range(10))  # epoch by epoch: every pair once before any repeats

@@ -147,6 +147,19 @@ def test_same_run_compares_the_resolved_configs_on_the_saved_keys():
     assert same_run(saved, newer)
 
 
+def test_the_coldstart_key_reads_the_composer_settings_and_not_the_run_seed():
+    from harness.config import load_config
+    from harness.demo import coldstart_key
+    from harness.train_config import TrainConfig
+
+    def key(*ov: str, cfg: DemoConfig = DemoConfig()) -> str:
+        return coldstart_key(cfg, load_config(TrainConfig, None, ["learner=lopd", *ov]), Path("bank"), [Path("t")])
+
+    assert key("seed=1") == key("seed=2")
+    assert len({key(), key("lopd.composer_seed=1"), key("lopd.coldstart.grad_clip=1.0"),
+                key(cfg=DemoConfig(coldstart_lr=1e-3))}) == 4
+
+
 def test_demo_config_rejects_bad_specs(tmp_path):
     from harness.demo import run_pipeline
 
