@@ -91,7 +91,8 @@ def train_composer(composer: Any, examples: list, cfg: TrainConfig, metrics: Pat
 
     cs = cfg.lopd.coldstart
     opt = make_coldstart_optimizer(composer, cs)
-    sampler = EpochSampler([str(i) for i in range(len(examples))], derive_seed(cfg.lopd.composer_seed, "coldstart"))
+    order_seed = derive_seed(cfg.lopd.composer_seed, "coldstart")
+    sampler = EpochSampler([str(i) for i in range(len(examples))], order_seed)
     with MetricsLogger(metrics) as log:
         for step in tqdm(range(1, cs.steps + 1), desc="coldstart", disable=not cfg.log.progress):
             batch = [examples[int(i)] for i in sampler.take(cs.batch_size)]

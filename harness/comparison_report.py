@@ -178,8 +178,8 @@ def markdown(a: dict[str, Any]) -> str:
              f"Test: {a['test_tasks']} held-out test tasks, greedy, at {len(a['grid'])} budget points "
              f"({', '.join(map(str, a['grid']))}); seeds {a['protocol']['seeds']}; every cell a mean with its 95% "
              f"bootstrap interval over seeds and tasks ({a['protocol']['n_boot']} replicates). Threshold: "
-             f"{thr['learner']}'s final test mean, {thr['value']:.3f}; an upper bound of n.r. means that over "
-             "2.5% of the bootstrap replicates never reach it within the budget.", "",
+             f"{thr['learner']}'s final test mean, {thr['value']:.3f}; an upper bound of n.r. means that "
+             "over 2.5% of the bootstrap replicates never reach it within the budget.", "",
              "| learner | seeds | final test reward | AUC (mean over points > 0) | generations to threshold (RL) | "
              "RL budget | total budget (RL + bank + cold start) | total at threshold | LOPD - learner, final (p) |",
              "|---|---|---|---|---|---|---|---|---|"]

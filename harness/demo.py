@@ -322,9 +322,11 @@ def needs_coldstart(cfg: DemoConfig, spec: RunSpec) -> bool:
 
 def coldstart_key(cfg: DemoConfig, train_cfg: Any, bank: Path, traces: list[Path]) -> str:
     """Everything a cold start reads: the bank, the pairs, the composer, its training settings (the demo's
-    steps, batch and lr over the run's ``lopd.coldstart``), its seed and the base model; not the run's seed."""
+    steps, batch and lr over the run's ``lopd.coldstart``), its seed and the base model; not the run's
+    seed."""
     lo = train_cfg.lopd
-    settings = replace(lo.coldstart, steps=cfg.coldstart_steps, batch_size=cfg.coldstart_batch, lr=cfg.coldstart_lr)
+    settings = replace(lo.coldstart, steps=cfg.coldstart_steps, batch_size=cfg.coldstart_batch,
+                       lr=cfg.coldstart_lr)
     return _key("coldstart", str(bank), [str(t) for t in traces], asdict(lo.composer), asdict(settings),
                 lo.n_retrieved, lo.allow_self_retrieval, lo.framing, lo.composer_seed, train_cfg.model.path)
 

@@ -183,8 +183,8 @@ def shipped_summary(path: str | os.PathLike = SHIPPED) -> str:
                if a.get("missing") else "")
     lines = [f"Shipped result ({path.parent}, protocol {a['protocol']['name']}): {partial}{n_seeds} seeds, "
              f"{a['test_tasks']} test tasks, {cfg['generations']} generations, every learner tuned on validation "
-             f"with the same number of configurations; mean [95% bootstrap interval]. Reproduce (every stage): "
-             f"`{a.get('reproduce', a['command'])}`", "",
+             f"with the same number of configurations; mean [95% bootstrap interval]. "
+             f"Reproduce (every stage): `{a.get('reproduce', a['command'])}`", "",
              f"{'learner':<12} {'final test reward':<24} {'generations to ' + format(thr['value'], '.3f'):<24} "
              "total episodes (RL + bank + cold start)"]
     for label, v in a["specs"].items():

@@ -59,8 +59,8 @@ def test_compare_runs_the_whole_protocol_and_writes_the_report(tmp_path, monkeyp
     for v in a["specs"].values():
         assert v["seeds"] == [1] and [c["generations"] for c in v["curve"]] == [0, 8]
         assert all(c["lo"] <= c["mean"] <= c["hi"] for c in v["curve"])
-    assert a["reproduce"].startswith("python benchmarks/compare.py --protocol benchmarks/protocols/equal_data.yaml "
-                                     f"--out {out} --set ")
+    assert a["reproduce"].startswith("python benchmarks/compare.py --protocol "
+                                     f"benchmarks/protocols/equal_data.yaml --out {out} --set ")
     assert a["specs"]["lopd"]["budget"] == {"rl": 8, "bank": 8, "coldstart": 8, "expert": 8, "total": 24}
     assert a["specs"]["grpo"]["budget"]["total"] == 8
     assert a["specs"]["lopd"]["composer"]["anchor"] and a["specs"]["lopd-frozen"]["composer"]["anchor"]

@@ -55,7 +55,8 @@ def test_coldstart_batch_order_follows_the_composer_seed_not_the_run_seed(tmp_pa
     def order(*overrides: str) -> list[int]:
         seen: list[int] = []
         monkeypatch.setattr(lopd.coldstart, "make_coldstart_optimizer", lambda composer, cs: None)
-        monkeypatch.setattr(lopd.coldstart, "coldstart_step", lambda c, batch, opt, cs: seen.extend(batch) or {})
+        monkeypatch.setattr(lopd.coldstart, "coldstart_step",
+                            lambda c, batch, opt, cs: seen.extend(batch) or {})
         composer = type("Composer", (), {"set_anchor": lambda self: None})()
         cfg = load_config(TrainConfig, None, ["log.progress=false", "lopd.coldstart.steps=5",
                                               "lopd.coldstart.batch_size=4", *overrides])

@@ -153,7 +153,8 @@ def test_the_coldstart_key_reads_the_composer_settings_and_not_the_run_seed():
     from harness.train_config import TrainConfig
 
     def key(*ov: str, cfg: DemoConfig = DemoConfig()) -> str:
-        return coldstart_key(cfg, load_config(TrainConfig, None, ["learner=lopd", *ov]), Path("bank"), [Path("t")])
+        train_cfg = load_config(TrainConfig, None, ["learner=lopd", *ov])
+        return coldstart_key(cfg, train_cfg, Path("bank"), [Path("t")])
 
     assert key("seed=1") == key("seed=2")
     assert len({key(), key("lopd.composer_seed=1"), key("lopd.coldstart.grad_clip=1.0"),
