@@ -178,7 +178,8 @@ def shipped_summary(path: str | os.PathLike = SHIPPED) -> str:
     a = json.loads(path.read_text(encoding="utf-8"))
     cfg, thr = a["config"], a["threshold"]
     n = [len(v.get("seeds", a["protocol"]["seeds"])) for v in a["specs"].values()]
-    n_seeds = f"{min(n)}-{max(n)}" if min(n) != max(n) else str(n[0])
+    lo, hi = min(n, default=0), max(n, default=0)
+    n_seeds = str(lo) if lo == hi else f"{lo}-{hi}"
     partial = (f"PARTIAL ({len(a['missing'])} of the protocol's runs missing: {', '.join(a['missing'])}). "
                if a.get("missing") else "")
     lines = [f"Shipped result ({path.parent}, protocol {a['protocol']['name']}): {partial}{n_seeds} seeds, "

@@ -227,5 +227,8 @@ def test_the_demo_prints_the_shipped_result_with_intervals_and_what_the_live_run
     analysis["specs"]["lopd"]["seeds"] = [1, 2, 3, 4]
     path.write_text(json.dumps(analysis))
     assert "PARTIAL (1 of the protocol's runs missing: lopd-s5). 4-5 seeds" in shipped_summary(path)
+    analysis.update(missing=["grpo-s1", "lopd-s1"], specs={}, paired={})  # nothing finished yet: no crash
+    path.write_text(json.dumps(analysis))
+    assert "PARTIAL (2 of the protocol's runs missing: grpo-s1, lopd-s1). 0 seeds" in shipped_summary(path)
     caveat = live_caveat({"config": {"eval_tasks": 30, "seeds": [0], "generations": 96}})
     assert "0.033" in caveat and "cannot rank" in caveat
