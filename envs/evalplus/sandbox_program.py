@@ -18,7 +18,9 @@ main process: the check gets evaluate's memory headroom, not 4 GiB (see docs/SAN
 
 ``strict``: the same per-input limits and guard, but the model's code never holds the expected
 outputs. A worker sends each return value to this runner marshalled (exact built-in types only; any
-other object fails), and the runner compares them with evalplus's rules on plain values.
+other object fails), and the runner compares them with evalplus's rules on plain values. The runner
+also keeps each input's time limit itself (:func:`input_deadline`), so code that switches off its own
+timer still fails an input it is too slow for.
 """
 
 from __future__ import annotations
@@ -43,6 +45,35 @@ except ImportError:
     pass
 
 PASS, FAIL, TIMEOUT = "pass", "fail", "timeout"
+GRACE_S = 0.5
+"""How long past an input's time limit the runner waits before it kills the worker: the worker's own
+timer (evalplus's ``time_limit``) fires first for any code that leaves it on, so honest verdicts are
+evalplus's; code that switches it off gains at most this."""
+OUTPUT_BYTES_PER_S = 20e6
+"""Marshalling and piping an output of the expected one's size is allowed to go this slowly (a tenth
+of what the 2-core dev VM measures), on top of GRACE_S: evalplus's limit covers only the call."""
+
+
+def preimport():
+    """Everything the runner imports, before any candidate runs (a lazy import could find a module a
+    candidate planted)."""
+    import marshal  # noqa: F401
+    import mmap  # noqa: F401
+    import pickle  # noqa: F401
+
+    import numpy  # noqa: F401
+    import evalplus.eval  # noqa: F401
+    import evalplus.eval._special_oracle  # noqa: F401
+    import evalplus.eval.utils  # noqa: F401
+
+
+def input_deadline(time_limit, expected):
+    """Seconds the runner gives one input, from the worker's start message to its output."""
+    try:
+        size = len(marshal.dumps(expected))
+    except ValueError:
+        size = 0
+    return time_limit + GRACE_S + size / OUTPUT_BYTES_PER_S
 
 
 def phase_limits(ref_time, min_time_limit, factor, fast_check=True):
@@ -72,6 +103,7 @@ def strict_worker(msg_fd, job, inputs, time_limits):
             send(msg_fd, "S")
             return
         for i, inp in enumerate(inputs):
+            send(msg_fd, "B")  # the runner's clock for this input starts
             try:
                 with time_limit(time_limits[i]):
                     with swallow_io():
@@ -138,63 +170,68 @@ class _NotNone:
 
 
 def strict_phase(job, pid, msg_r, go_w, inputs, expected, time_limits, budget):
-    dataset, entry_point, atol = job["dataset"], job["entry_point"], job["atol"]
-    not_none = job.get("output_not_none", False)
     reader = MsgReader(msg_r)
-    details, stat, counted_all = [], None, True
+    state = {"details": [], "stat": None, "counted": True, "atol": job["atol"], "due": None}
     deadline = time.monotonic() + budget
     release(go_w)
     try:
-        while stat is None:
+        while state["stat"] is None:
+            due = min(deadline, state["due"] or deadline)
             try:
-                msg = reader.read(deadline - time.monotonic())
+                msg = reader.read(due - time.monotonic())
             except TimeoutError:
+                if due < deadline:  # an input ran past its limit (the worker's timer was off)
+                    state["details"].append(False)
+                    state["stat"] = FAIL
                 break
             if msg is None:  # the worker died without finishing: evalplus's "unknown" state
                 break
-            kind, payload = msg
-            if kind in ("S", "X"):
-                if kind == "X":
-                    details.append(False)
-                stat = FAIL
-            elif kind == "D":
-                stat = PASS if len(details) == len(inputs) else FAIL
-            elif kind in ("O", "U"):
-                i = len(details)
-                if i >= len(inputs):
-                    stat = FAIL
-                    break
-                if kind == "O":
-                    try:
-                        out = marshal.loads(payload)
-                    except Exception:
-                        stat = FAIL
-                        break
-                elif not_none:  # only not-None-ness counts for these tasks (e.g. re.Match results)
-                    out = _NotNone()
-                else:  # strict: an object that is not plain data fails
-                    details.append(False)
-                    stat = FAIL
-                    break
-                ok, atol, counted = compare(dataset, entry_point, out, expected[i], inputs[i], atol)
-                counted_all = counted_all and counted
-                if not ok:
-                    details.append(False)
-                    stat = FAIL
-                else:
-                    details.append(True)
-            else:
-                stat = FAIL
+            _strict_message(job, state, msg, inputs, expected, time_limits)
     except ValueError:
-        stat = FAIL
+        state["stat"] = FAIL
     finally:
         kill_worker(pid)
         os.close(msg_r)
-    if stat is None:
-        stat = TIMEOUT
-    if stat == PASS and (not counted_all or not all(details)):
+    details, stat = state["details"], state["stat"] or TIMEOUT
+    if stat == PASS and (not state["counted"] or not all(details)):
         stat = FAIL
     return stat, details
+
+
+def _strict_message(job, state, msg, inputs, expected, time_limits):
+    """Apply one worker message to the phase's ``state`` (details, stat, atol, the input's deadline)."""
+    kind, payload = msg
+    details, i = state["details"], len(state["details"])
+    if kind in ("S", "X"):
+        if kind == "X":
+            details.append(False)
+        state["stat"] = FAIL
+    elif kind == "D":
+        state["stat"] = PASS if i == len(inputs) else FAIL
+    elif kind == "B" and state["due"] is None and i < len(inputs):
+        state["due"] = time.monotonic() + input_deadline(time_limits[i], expected[i])
+    elif kind in ("O", "U") and state["due"] is not None and i < len(inputs):
+        state["due"] = None
+        out = _NotNone() if kind == "U" and job.get("output_not_none") else None
+        if kind == "O":
+            try:
+                out = marshal.loads(payload)
+            except Exception:
+                state["stat"] = FAIL
+                return
+        elif out is None:  # strict: an object that is not plain data fails
+            details.append(False)
+            state["stat"] = FAIL
+            return
+        ok, state["atol"], counted = compare(
+            job["dataset"], job["entry_point"], out, expected[i], inputs[i], state["atol"]
+        )
+        state["counted"] = state["counted"] and counted
+        details.append(bool(ok))
+        if not ok:
+            state["stat"] = FAIL
+    else:  # out of order or unknown: only a tampered worker sends it
+        state["stat"] = FAIL
 
 
 def run_strict(job, phases):
@@ -274,6 +311,7 @@ def run_official(job, phases, base_vm=None):
 
 def main():
     guard_runner()
+    preimport()
     job = pickle.loads(read_frame(0))
     base_vm = vm_size()
     phases = pickle.loads(read_frame(0))

@@ -17,8 +17,8 @@ True
 
 from __future__ import annotations
 
-import json
 import pickle
+import secrets
 import struct
 import threading
 from collections import OrderedDict
@@ -31,6 +31,7 @@ from typing import Any, Literal
 from envs.evalplus.data import Dataset, expected_outputs, load_problems, output_not_none
 from envs.sandbox import ExecResult, Limits, Sandbox, SandboxConfig, make_sandbox
 from envs.sandbox.base import compose_program
+from envs.sandbox.guest import KEY_BYTES, open_result
 
 Mode = Literal["official", "strict"]
 PASS = "pass"
@@ -187,12 +188,13 @@ class EvalPlusVerifier:
         if self.mode == "official":
             job["official_vm_bytes"] = self.official_vm_bytes
         phases, expected, budget = self._task_blobs(task_id)
-        stdin = _frame(pickle.dumps(job, protocol=4)) + phases + expected
+        key = secrets.token_bytes(KEY_BYTES)  # seals the runner's result: see envs/sandbox/guest.py
+        stdin = _frame(pickle.dumps(job, protocol=4)) + phases + expected + _frame(key)
         limits = replace(LIMITS, timeout_s=budget + 15.0, cpu_s=int(budget) + 30)
-        result = self.sandbox.run(_PROGRAM, stdin=stdin, limits=limits)
-        return self._parse(task_id, result)
+        result = self.sandbox.run(_PROGRAM, stdin=stdin, limits=limits, grader=True)
+        return self._parse(task_id, result, key)
 
-    def _parse(self, task_id: str, r: ExecResult) -> Verdict:
+    def _parse(self, task_id: str, r: ExecResult, key: bytes) -> Verdict:
         try:
             if r.error or r.timed_out or r.output_truncated or r.exit_code != 0:
                 raise ValueError(
@@ -200,7 +202,7 @@ class EvalPlusVerifier:
                     or f"runner exit {r.exit_code} signal {r.signal} timed_out {r.timed_out}: "
                     f"{r.stderr[-500:].decode(errors='replace')}"
                 )
-            res = json.loads(r.stdout)
+            res = open_result(key, r.stdout)
             base, plus = res["base"], res["plus"]
             bs, ps = str(base[0]), str(plus[0])
             return Verdict(

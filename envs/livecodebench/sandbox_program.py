@@ -20,9 +20,12 @@ Stdlib only. It reproduces lcb_runner's ``run_test`` (evaluation/testing_util.py
   lcb_runner's ``metadata_list[0]`` on an empty list raises, so the recorded result is [-2] with
   error_code -5 (it meant [-1] * tests; see docs/SANDBOX.md).
 
+``strict`` mode also keeps the 6 s limits itself (from the worker's start message of each test, and of
+the compilation): code that switches off its own alarm still fails a test it is too slow for.
+
 stdin frames (JSON): 1. the job: mode, code, inputs, fn_name, timeout (+ outputs in ``official`` mode);
-2. ``strict`` mode only, read after the worker is forked: the outputs.
-stdout: one JSON line {"results": [...], "metadata": {...}}.
+2. ``strict`` mode only, read after the worker is forked: the outputs; 3. the run's key.
+stdout: one sealed JSON line {"results": [...], "metadata": {...}} (envs/sandbox/guest.py).
 """
 
 from __future__ import annotations
@@ -55,8 +58,21 @@ IMPORT_HEADER = "\n".join(
 )
 
 
+GRACE_S = 0.5
+"""How long past the 6 s limit the strict runner waits before it kills the worker: the worker's own
+alarm fires first for any code that leaves it on; code that switches it off gains at most this."""
+OUTPUT_BYTES_PER_S = 20e6
+"""Passing back an output of the expected one's size may go this slowly, on top of GRACE_S."""
+
+
 class TimeoutException(Exception):
     pass
+
+
+def preimport():
+    """What the runner imports, before any candidate runs (a lazy import could find a planted module)."""
+    import decimal  # noqa: F401
+    import marshal  # noqa: F401
 
 
 def _on_alarm(signum, frame):
@@ -296,9 +312,10 @@ def _error(code, message, **extra):
 
 
 # ---- the worker ------------------------------------------------------------------------------
-def grade_in_worker(job, report):
+def grade_in_worker(job, report, begin=lambda i: None):
     """lcb's run_test. ``report(i, outcome)`` receives each test's raw outcome in strict mode;
-    in official mode (job has outputs) the worker compares itself. Returns (results, metadata)."""
+    in official mode (job has outputs) the worker compares itself. ``begin(i)`` is called as test i
+    starts, ``begin(-2)`` and ``begin(-1)`` around the compilation. Returns (results, metadata)."""
     import faulthandler
     import marshal
     import signal
@@ -308,11 +325,14 @@ def grade_in_worker(job, report):
     results = []
     if job["fn_name"] is None:
         code = wrap_in_function(unwrap_main_guard(job["code"]))
+        begin(-2)
         compiled = compile_solution(code, timeout)
+        begin(-1)
         method = getattr(compiled, "wrapped_function", None)
         if method is None:
             raise TypeError("cannot unpack non-iterable NoneType object")
         for i, inp in enumerate(inputs):
+            begin(i)
             signal.alarm(timeout)
             faulthandler.enable()
             with Capturing() as captured:
@@ -348,7 +368,9 @@ def grade_in_worker(job, report):
                 )
             results.append(True)
         return results, {"execution time": 0.0}
+    begin(-2)
     compiled = compile_solution(IMPORT_HEADER + "\n\n" + job["code"], timeout)
+    begin(-1)
     try:
         assert hasattr(compiled, job["fn_name"])
         method = getattr(compiled, job["fn_name"])
@@ -357,6 +379,7 @@ def grade_in_worker(job, report):
     args_list = [[json.loads(line) for line in inp.split("\n")] for inp in inputs]
     expected = [json.loads(o) for o in outputs] if official else None
     for i, args in enumerate(args_list):
+        begin(i)
         signal.alarm(timeout)
         faulthandler.enable()
         try:
@@ -411,8 +434,11 @@ def lcb_worker(msg_fd, job):
     def report(i, outcome):
         send(msg_fd, "O", dumps((i,) + tuple(outcome)))
 
+    def begin(i):  # the runner's clock for test i (or, at -1, for the compilation) stops or starts
+        send(msg_fd, "B", dumps(i))
+
     try:
-        results, meta = grade_in_worker(job, report)
+        results, meta = grade_in_worker(job, report, begin)
     except Exception as e:  # run_test's own except around the grading
         results, meta = [-4], _error(-4, f"Error during testing: {e}")
     send(msg_fd, "R", json.dumps({"results": results, "metadata": meta}, default=str).encode())
@@ -429,80 +455,129 @@ def _global_failure():
     }
 
 
+def _bad(what="bad report"):
+    return {"results": [-4], "metadata": _error(-4, f"Error during testing: {what}")}
+
+
+def _late(st):
+    """The verdict when the worker overran a limit the runner keeps (its own alarm was off)."""
+    if st["stage"] != "tests":  # as a compile_solution timeout: run_test's error around the grading
+        return _bad("")
+    results = st["results"] + [-3]
+    return {"results": results, "metadata": _error(-3, "Time Limit Exceeded", error="TimeoutException()")}
+
+
 def strict_grade(job, outputs, reader, deadline):
     """Compare the worker's raw outcomes with ``outputs`` as lcb does, stopping at the first failure."""
-    import marshal
-
-    fn_name, results = job["fn_name"], []
     expected = None
-    if fn_name is not None:
+    if job["fn_name"] is not None:
         try:
             expected = [json.loads(o) for o in outputs]
         except Exception as e:
             expected = e
+    st = {"results": [], "stage": "setup", "due": None}
     while True:
+        due = min(deadline, st["due"] or deadline)
         try:
-            msg = reader.read(deadline - time.monotonic())
+            msg = reader.read(due - time.monotonic())
         except TimeoutError:
-            return _global_failure()
+            return _late(st) if due < deadline else _global_failure()
         if msg is None:
             return _global_failure()
-        kind, payload = msg
-        if kind == "R":  # the worker's own end: setup errors or every test reported
-            try:
-                own = json.loads(payload)
-            except ValueError:
-                return _global_failure()
-            if own.get("results") == [-4] and not results:
-                return {"results": [-4], "metadata": own.get("metadata", {})}
-            if len(results) == len(outputs):
-                return {"results": results, "metadata": {"execution time": 0.0}}
-            return {"results": [-4], "metadata": _error(-4, "Error during testing: incomplete report")}
-        if kind != "O":
-            return {"results": [-4], "metadata": _error(-4, "Error during testing: bad report")}
+        done = _strict_message(job, outputs, expected, st, msg)
+        if done is not None:
+            return done
+
+
+def _strict_message(job, outputs, expected, st, msg):
+    """Apply one worker message to ``st``; the verdict when it ends the grading, else None."""
+    import marshal
+
+    kind, payload = msg
+    results = st["results"]
+    if kind == "R":  # the worker's own end: setup errors or every test reported
         try:
-            outcome = marshal.loads(payload)
-            i, tag = outcome[0], outcome[1]
+            own = json.loads(payload)
+        except ValueError:
+            return _global_failure()
+        if own.get("results") == [-4] and not results:
+            return {"results": [-4], "metadata": own.get("metadata", {})}
+        if len(results) == len(outputs):
+            return {"results": results, "metadata": {"execution time": 0.0}}
+        return _bad("incomplete report")
+    try:
+        outcome = marshal.loads(payload)
+    except Exception:
+        return _bad()
+    if kind == "B":
+        return _begin(job, outputs, st, outcome)
+    if kind != "O" or st["stage"] != "tests" or st["due"] is None:
+        return _bad()
+    try:
+        i, tag = outcome[0], outcome[1]
+    except Exception:
+        return _bad()
+    if i != len(results) or i >= len(outputs):
+        return _bad()
+    st["due"] = None
+    if isinstance(expected, Exception):  # lcb parses every output before the first call
+        return _bad(expected)
+    return _outcome(job, outputs, expected, results, i, outcome)
+
+
+def _begin(job, outputs, st, i):
+    """Test ``i`` starts (-2: the compilation starts, -1: it is done): start or stop the runner's clock."""
+    if i == -2 and st["stage"] == "setup":
+        st["stage"], st["due"] = "compiling", time.monotonic() + job["timeout"] + GRACE_S
+    elif i == -1 and st["stage"] == "compiling":
+        st["stage"], st["due"] = "tests", None
+    elif st["stage"] == "tests" and st["due"] is None and i == len(st["results"]) and i < len(outputs):
+        st["due"] = time.monotonic() + job["timeout"] + GRACE_S + len(outputs[i]) / OUTPUT_BYTES_PER_S
+    else:
+        return _bad()
+    return None
+
+
+def _outcome(job, outputs, expected, results, i, outcome):
+    """Grade test ``i``'s raw outcome; the verdict when it is a failure, else None."""
+    import marshal
+
+    tag = outcome[1]
+    if tag == "E":
+        code_ = -3 if outcome[2] == -3 else -4
+        results.append(code_)
+        return {
+            "results": results,
+            "metadata": _error(
+                code_, "Time Limit Exceeded" if code_ == -3 else "Runtime Error", error=str(outcome[3])[:300]
+            ),
+        }
+    if tag == "T" and job["fn_name"] is None:
+        wrong = stdout_verdict(str(outcome[2]), outputs[i])
+        if wrong is not None:
+            results.append(-2)
+            return {"results": results, "metadata": _error(-2, wrong)}
+        results.append(True)
+        return None
+    if tag == "V" and job["fn_name"] is not None:
+        try:
+            ok = marshal.loads(outcome[2]) == expected[i]
         except Exception:
-            return {"results": [-4], "metadata": _error(-4, "Error during testing: bad report")}
-        if i != len(results) or i >= len(outputs):
-            return {"results": [-4], "metadata": _error(-4, "Error during testing: bad report")}
-        if isinstance(expected, Exception):  # lcb parses every output before the first call
-            return {"results": [-4], "metadata": _error(-4, f"Error during testing: {expected}")}
-        if tag == "E":
-            code_ = -3 if outcome[2] == -3 else -4
-            results.append(code_)
-            return {
-                "results": results,
-                "metadata": _error(
-                    code_,
-                    "Time Limit Exceeded" if code_ == -3 else "Runtime Error",
-                    error=str(outcome[3])[:300],
-                ),
-            }
-        if tag == "T" and fn_name is None:
-            wrong = stdout_verdict(str(outcome[2]), outputs[i])
-            if wrong is not None:
-                results.append(-2)
-                return {"results": results, "metadata": _error(-2, wrong)}
-            results.append(True)
-        elif tag == "V" and fn_name is not None:
-            try:
-                ok = marshal.loads(outcome[2]) == expected[i]
-            except Exception:
-                ok = False
-            results.append(True if ok is True else False)
-            if results[-1] is not True:
-                return {"results": results, "metadata": _error(-2, "Wrong Answer")}
-        else:  # "U": not plain data, which strict mode rejects
-            results.append(False if fn_name is not None else -2)
-            return {"results": results, "metadata": _error(-2, "Wrong Answer: not a plain value (strict)")}
+            ok = False
+        results.append(True if ok is True else False)
+        if results[-1] is not True:
+            return {"results": results, "metadata": _error(-2, "Wrong Answer")}
+        return None
+    # "U": not plain data, which strict mode rejects
+    results.append(False if job["fn_name"] is not None else -2)
+    return {"results": results, "metadata": _error(-2, "Wrong Answer: not a plain value (strict)")}
 
 
 def main():
     import sys
 
     guard_runner()
+    preimport()
     sys.set_int_max_str_digits(50000)
     job = json.loads(read_frame(0))
     n = len(job["inputs"])

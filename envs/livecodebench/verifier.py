@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import json
+import secrets
 import struct
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +25,7 @@ from typing import Any, Literal
 from envs.livecodebench.data import Problem
 from envs.sandbox import ExecResult, Limits, Sandbox, SandboxConfig, make_sandbox
 from envs.sandbox.base import compose_program
+from envs.sandbox.guest import KEY_BYTES, open_result
 
 Mode = Literal["official", "strict"]
 TIMEOUT_S = 6
@@ -152,12 +154,14 @@ class LCBVerifier:
             job["outputs"] = sample["outputs"]
         else:
             tail = _frame(json.dumps(sample["outputs"]).encode())
-        stdin = _frame(json.dumps(job).encode()) + tail
+        key = secrets.token_bytes(KEY_BYTES)  # seals the runner's result: see envs/sandbox/guest.py
+        stdin = _frame(json.dumps(job).encode()) + tail + _frame(key)
         budget = (self.timeout + 1) * n + 5
         limits = replace(LIMITS, timeout_s=budget + 15.0, cpu_s=budget + 30)
-        return self._parse(problem.question_id, self.sandbox.run(_PROGRAM, stdin=stdin, limits=limits))
+        result = self.sandbox.run(_PROGRAM, stdin=stdin, limits=limits, grader=True)
+        return self._parse(problem.question_id, result, key)
 
-    def _parse(self, qid: str, r: ExecResult) -> LCBVerdict:
+    def _parse(self, qid: str, r: ExecResult, key: bytes) -> LCBVerdict:
         if r.timed_out:  # beyond the runner's own global limit: lcb_runner's global-timeout record
             return LCBVerdict(
                 qid, [-2], {"error_code": -5, "error_message": "TestRunnerError"}, global_timeout=True
@@ -169,7 +173,7 @@ class LCBVerifier:
                     or f"runner exit {r.exit_code} signal {r.signal}: "
                     f"{r.stderr[-500:].decode(errors='replace')}"
                 )
-            res = json.loads(r.stdout)
+            res = open_result(key, r.stdout)
             results = res["results"]
             if not isinstance(results, list) or not all(isinstance(x, (bool, int)) for x in results):
                 raise ValueError(f"bad results {results!r}")

@@ -39,6 +39,11 @@ import sys
 import tempfile
 import time
 import traceback
+import types
+
+# Never imported as a module: the zygote and the docker boot program run _confine.py's source and then
+# this one's as one module, which gives it MemoryCgroups, _libc, _ok, become_candidate,
+# become_supervisor, prctl and syscall_nr.
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -47,10 +52,13 @@ CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
 F_SETPIPE_SZ = 1031
 CHUNK = 1 << 20
 WORKER_SETUP_FAILED = 125
+CANDIDATE_DIR = "/tmp/candidate"
+"""A grader's candidates work here (the grader's own work dir is not theirs to write)."""
 CLEAN_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "LANG": "C.UTF-8",
@@ -63,33 +71,25 @@ CLEAN_ENV = {
 SYSTEM_RO = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/usr", "/etc")
 DEVICES = ("null", "zero", "full", "random", "urandom")
 
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _check(ret: int, what: str) -> None:
-    if ret != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
-
 
 def unshare(flags: int) -> None:
-    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
+    _ok(_libc.unshare(ctypes.c_int(flags)), "unshare")
 
 
 def mount(src: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
     enc = lambda s: None if s is None else s.encode()  # noqa: E731
-    _check(
-        _libc.mount(enc(src), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}"
-    )
+    _ok(_libc.mount(enc(src), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}")
 
 
-def prctl(option: int, arg: int) -> None:
-    _check(
-        _libc.prctl(
-            ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)
-        ),
-        "prctl",
-    )
+def pivot_root(new_root: str) -> None:
+    """Make ``new_root`` this mount namespace's root and detach the old one, so that neither the host's
+    files nor its mount table (/proc/self/mountinfo) are visible any more."""
+    os.chdir(new_root)
+    os.mkdir(".old", 0o700)
+    _ok(_libc.syscall(syscall_nr("pivot_root"), b".", b".old"), "pivot_root")
+    os.chdir("/")
+    _ok(_libc.umount2(b"/.old", MNT_DETACH), "umount /.old")
+    os.rmdir("/.old")
 
 
 # ---- framing -------------------------------------------------------------------------------------
@@ -127,7 +127,7 @@ def _bind(src: str, dst: str, readonly: bool, nodev: bool = True) -> None:
 
 
 def build_jail(ro_paths: list[str], tmp_dir: str) -> str:
-    """Enter private mount and network namespaces and chroot into a tmpfs root that holds only
+    """Enter private mount and network namespaces and pivot into a tmpfs root that holds only
     read-only binds of the system dirs and ``ro_paths``, fresh /dev nodes and empty /proc, /tmp."""
     unshare(CLONE_NEWNS | CLONE_NEWNET)
     mount(None, "/", None, MS_REC | MS_PRIVATE)
@@ -162,8 +162,7 @@ def build_jail(ro_paths: list[str], tmp_dir: str) -> str:
         ("stderr", "/proc/self/fd/2"),
     ):
         os.symlink(target, f"{root}/dev/{name}")
-    os.chroot(root)
-    os.chdir("/")
+    pivot_root(root)
     return root
 
 
@@ -192,7 +191,7 @@ def _set_rlimits(limits: dict) -> None:
     lim(resource.RLIMIT_CORE, 0)
 
 
-def _write_files(workdir: str, files: dict, uid: int | None) -> None:
+def _write_files(workdir: str, files: dict) -> None:
     for name, b64 in files.items():
         rel = os.path.normpath(name)
         if rel.startswith(("/", "..")) or rel == ".":
@@ -201,33 +200,26 @@ def _write_files(workdir: str, files: dict, uid: int | None) -> None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:
             f.write(base64.b64decode(b64))
-        if uid is not None:
-            os.chown(path, uid, uid)
 
 
-def run_program(program: str, workdir: str) -> int:
-    """Run ``program`` as ``__main__`` in this process; return the exit status Python would."""
+def run_program(program: str, workdir: str, grader: bool = False) -> int:
+    """Run ``program`` as ``__main__`` in this process; return the exit status Python would.
+
+    An untrusted program finds its work dir first on sys.path, as a script does. A grader gets no
+    writable folder there: its candidates could plant modules it imports later."""
     sys.stdin = open(0, "r", encoding="utf-8", errors="surrogateescape", closefd=False)
     sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
     sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
     sys.argv = [os.path.join(workdir, "__main__.py")]
-    sys.path.insert(0, workdir)
+    if not grader:
+        sys.path.insert(0, workdir)
     rc = 0
     try:
         code = compile(program, "<sandbox>", "exec")
         exec(code, {"__name__": "__main__", "__builtins__": builtins, "__file__": sys.argv[0]})
     except SystemExit as e:
-        if e.code is None:
-            rc = 0
-        elif isinstance(e.code, int):
-            rc = e.code & 0xFF
-        else:
-            try:
-                print(e.code, file=sys.stderr)
-            except BaseException:
-                pass
-            rc = 1
+        rc = _exit_status(e)
     except BaseException:
         try:
             traceback.print_exc()
@@ -242,43 +234,70 @@ def run_program(program: str, workdir: str) -> int:
     return rc
 
 
-def _worker_main(req: dict, fds: dict, workdir: str, uid: int | None) -> None:
+def _exit_status(e: SystemExit) -> int:
+    if e.code is None:
+        return 0
+    if isinstance(e.code, int):
+        return e.code & 0xFF
+    try:
+        print(e.code, file=sys.stderr)
+    except BaseException:
+        pass
+    return 1
+
+
+def offer_candidate_api(uid: int | None, bpf: bytes, workdir: str) -> None:
+    """Give a grader ``import lopd_sandbox``: ``enter_candidate()`` turns a freshly forked child into a
+    candidate (envs/sandbox/guest.py's guard_runner calls it in every child)."""
+    api = types.ModuleType("lopd_sandbox")
+    api.enter_candidate = lambda: become_candidate(uid, bpf, workdir)
+    sys.modules["lopd_sandbox"] = api
+
+
+def confine_worker(req: dict, workdir: str, ids: tuple[int | None, int | None], bpf: bytes) -> None:
+    """The program's identity: a grader becomes the supervisor (``ids[0]``) and may make candidates
+    (``ids[1]``) of its children; any other program is a candidate itself."""
+    _set_rlimits(req["limits"])
+    os.environ.clear()
+    os.environ.update(CLEAN_ENV)
+    if req.get("grader"):
+        become_supervisor(ids[0])
+        os.makedirs(workdir, mode=0o700, exist_ok=True)
+        os.chdir(workdir)
+        os.environ.update(HOME=workdir, TMPDIR=workdir)
+        candidate_dir = CANDIDATE_DIR if ids[1] is not None else os.path.join(workdir, "candidate")
+        offer_candidate_api(ids[1], bpf, candidate_dir)
+    else:
+        become_candidate(ids[1], bpf, workdir)
+    _write_files(workdir, req.get("files") or {})  # by the program's own uid: nothing to chown
+
+
+def _worker_main(req: dict, fds: dict, workdir: str, ids: tuple) -> None:
     try:
         os.dup2(fds["in_r"], 0)
         os.dup2(fds["out_w"], 1)
         os.dup2(fds["err_w"], 2)
         os.closerange(3, 1 << 16)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        _set_rlimits(req["limits"])
-        if uid is not None:
-            os.setgroups([])
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
-        prctl(PR_SET_NO_NEW_PRIVS, 1)
-        os.chdir(workdir)
-        os.environ.clear()
-        os.environ.update(
-            CLEAN_ENV, HOME=workdir, TMPDIR=os.path.dirname(workdir) if uid is not None else workdir
-        )
+        confine_worker(req, workdir, ids, _STATE["bpf"])
     except BaseException as e:
         os.write(2, f"sandbox worker setup failed: {type(e).__name__}: {e}\n".encode())
         os._exit(WORKER_SETUP_FAILED)
-    os._exit(run_program(req["program"], workdir))
+    os._exit(run_program(req["program"], workdir, bool(req.get("grader"))))
 
 
-def _init_main(req: dict, fds: dict, workdir: str, uid: int | None, full: bool) -> None:
+def _init_main(req: dict, fds: dict, workdir: str, ids: tuple, cgroup: str | None) -> None:
     status = b"E"
     try:
+        if cgroup:  # before anything forks: the whole run counts against one memory limit
+            _STATE["cgroups"].enter(cgroup)
         os.setsid()  # a group the monitor can kill whole (the worker stays in it): see _kill_group
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if full:
+        if ids[0] is not None:  # full isolation
             mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-            os.mkdir(workdir, 0o700)
-            os.chown(workdir, uid, uid)
-        _write_files(workdir, req.get("files") or {}, uid)
         w = os.fork()
         if w == 0:
-            _worker_main(req, fds, workdir, uid)
+            _worker_main(req, fds, workdir, ids)
         for k in ("in_r", "out_w", "err_w"):
             os.close(fds[k])
         while True:  # as pid 1 we also reap orphans; the worker's status is the run's status
@@ -295,18 +314,35 @@ def _init_main(req: dict, fds: dict, workdir: str, uid: int | None, full: bool) 
             os._exit(0)  # pid 1 leaving kills every process left in the namespace
 
 
-def execute(conn: socket.socket, req: dict, mode: str, uid: int | None, tmp_dir: str) -> dict:
+def _enter_run_namespaces(limits: dict) -> str:
+    """Fresh mount, pid, IPC, UTS and network namespaces with a private /tmp and /dev/shm."""
+    unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET)
+    size = f"size={int(limits.get('tmpfs_mb') or 256)}m"
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,{size}")
+    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,{size}")
+    return "/tmp/work"
+
+
+def _run_cgroup(limits: dict, ids: tuple) -> str | None:
+    """This run's memory cgroup (named by its uids, unique while it runs), or None without cgroups."""
+    cgroups = _STATE.get("cgroups")
+    if cgroups is None or not limits.get("memory_mb") or ids[1] is None:
+        return None
+    name = f"r{ids[1]}"
+    cgroups.remove(name)  # a leftover of a crashed monitor
+    cgroups.create(name, int(limits["memory_mb"]))
+    return name
+
+
+def execute(conn: socket.socket, req: dict, mode: str, ids: tuple, tmp_dir: str) -> dict:
     """Run one request (its stdin still unread on ``conn``); return the reply dict."""
-    limits = req["limits"]
     full = mode == "full"
+    ids = ids if full else (None, None)
     if full:
-        unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS)
-        size = f"size={int(limits.get('tmpfs_mb') or 256)}m"
-        mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,{size}")
-        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,{size}")
-        workdir = "/tmp/work"
+        workdir = _enter_run_namespaces(req["limits"])
     else:
         workdir = tempfile.mkdtemp(prefix="lopd-run-", dir=tmp_dir)
+    cgroup = _run_cgroup(req["limits"], ids)
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -320,7 +356,7 @@ def execute(conn: socket.socket, req: dict, mode: str, uid: int | None, tmp_dir:
             for fd in (in_w, out_r, err_r, st_r):
                 os.close(fd)
             conn.close()
-            _init_main(req, fds, workdir, uid if full else None, full)
+            _init_main(req, fds, workdir, ids, cgroup)
         for fd in (in_r, out_w, err_w, st_w):
             os.close(fd)
         reply = _relay(conn, req, pid, in_w, out_r, err_r, t0)
@@ -333,7 +369,16 @@ def execute(conn: socket.socket, req: dict, mode: str, uid: int | None, tmp_dir:
                 pass
         if not full:
             shutil.rmtree(workdir, ignore_errors=True)
-    reply["isolation"] = mode
+    reply.update(isolation=mode, memory_scope=_STATE["cgroups"].kind if cgroup else "process")
+    if cgroup:
+        reply["oom_killed"] = _STATE["cgroups"].oom_killed(cgroup)
+        _STATE["cgroups"].remove(cgroup)
+    _apply_status(reply, status)
+    return reply
+
+
+def _apply_status(reply: dict, status: bytes) -> None:
+    """init's report (the worker's wait status, or E and why init failed) into the reply."""
     if status.startswith(b"E"):
         if status[1:]:
             reply["error"] = "sandbox init failed: " + status[1:].decode(errors="replace")
@@ -343,7 +388,6 @@ def execute(conn: socket.socket, req: dict, mode: str, uid: int | None, tmp_dir:
             reply["exit_code"] = os.WEXITSTATUS(st)
         elif os.WIFSIGNALED(st):
             reply["signal"] = os.WTERMSIG(st)
-    return reply
 
 
 def fcntl_setpipe(fd: int) -> None:
@@ -496,10 +540,14 @@ def _relay(conn: socket.socket, req: dict, pid: int, in_w: int, out_r: int, err_
 
 
 # ---- the zygote ----------------------------------------------------------------------------------
-def _serve(conn: socket.socket, mode: str, uid: int, tmp_dir: str) -> None:
+_STATE: dict = {"bpf": b"", "cgroups": None}
+"""The zygote's: the candidates' seccomp filter, and the per-run memory cgroups (None without them)."""
+
+
+def _serve(conn: socket.socket, mode: str, ids: tuple, tmp_dir: str) -> None:
     try:
         req = json.loads(recv_frame(conn, 64 << 20))
-        reply = execute(conn, req, mode, uid, tmp_dir)
+        reply = execute(conn, req, mode, ids, tmp_dir)
     except BaseException as e:
         reply = {
             "error": f"{type(e).__name__}: {e}",
@@ -518,30 +566,68 @@ def _serve(conn: socket.socket, mode: str, uid: int, tmp_dir: str) -> None:
         pass
 
 
-def zygote_main(cfg_json: str) -> None:
-    cfg = json.loads(cfg_json)
-    os.environ.update({k: v for k, v in CLEAN_ENV.items() if k.endswith("THREADS")})
-    lsock = socket.socket(fileno=int(cfg["listen_fd"]))
+def _open_cgroups() -> MemoryCgroups | None:
+    """Per-run memory cgroups under our own, after removing those of zygotes that died (root only)."""
+    try:
+        cgroups = MemoryCgroups(f"lopd-sandbox-{os.getpid()}")
+    except OSError:
+        return None
+    for name in os.listdir(cgroups.parent_fd):
+        pid = name.rpartition("-")[2]
+        if name.startswith("lopd-sandbox-") and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            try:
+                os.rmdir(name, dir_fd=cgroups.parent_fd)
+            except OSError:
+                pass  # still holds a run's cgroup or a process: left for the next start
+    return cgroups
+
+
+def _confine_zygote(cfg: dict) -> tuple[str, str | None]:
+    """Build the jail when asked and possible; return (isolation mode, warning)."""
     want = cfg.get("isolation", "auto")
     mode, warning = "none", None
-    for name in cfg.get("preload", []):
-        __import__(name)
     if want in ("auto", "full"):
         if os.geteuid() != 0:
             warning = "not root: namespaces, chroot and uid switching need root"
         else:
             try:
+                _STATE["cgroups"] = _open_cgroups()
                 build_jail(cfg.get("ro_paths", []), cfg["tmp_dir"])
                 mode = "full"
             except OSError as e:
                 warning = f"could not build the jail: {e}"
-        if want == "full" and mode != "full":
-            print(json.dumps({"ok": False, "error": warning}), flush=True)
-            os._exit(1)
-    print(json.dumps({"ok": True, "isolation": mode, "warning": warning, "pid": os.getpid()}), flush=True)
+    return mode, warning
+
+
+def zygote_main(cfg_json: str) -> None:
+    cfg = json.loads(cfg_json)
+    prctl(PR_SET_DUMPABLE, 0)  # same-uid runs (isolation 'none') cannot reach into us via /proc
+    os.environ.update({k: v for k, v in CLEAN_ENV.items() if k.endswith("THREADS")})
+    _STATE["bpf"] = base64.b64decode(cfg.get("seccomp") or "")
+    lsock = socket.socket(fileno=int(cfg["listen_fd"]))
+    for name in cfg.get("preload", []):
+        __import__(name)
+    mode, warning = _confine_zygote(cfg)
+    if not _STATE["bpf"] or (cfg.get("isolation") == "full" and mode != "full"):
+        error = warning if _STATE["bpf"] else "no seccomp filter for the candidates"
+        print(json.dumps({"ok": False, "error": error}), flush=True)
+        os._exit(1)
+    memory = _STATE["cgroups"].kind if _STATE["cgroups"] else "process"
+    print(json.dumps({"ok": True, "isolation": mode, "warning": warning, "memory_scope": memory,
+                      "pid": os.getpid()}), flush=True)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # monitors reap themselves
-    uid_base, uid_count = int(cfg["uid_base"]), int(cfg["uid_count"])
-    n = int.from_bytes(os.urandom(4), "big") % uid_count  # two zygotes rarely hand out the same uid at once
+    try:
+        _accept_loop(lsock, mode, cfg)
+    finally:
+        if _STATE["cgroups"] is not None:
+            _STATE["cgroups"].close()
+
+
+def _accept_loop(lsock: socket.socket, mode: str, cfg: dict) -> None:
+    """Fork a monitor per connection until the host closes our stdin. Each run gets a pair of
+    throw-away uids: the supervisor's (its grader) and the candidate's."""
+    pairs = int(cfg["uid_count"]) // 2
+    n = int.from_bytes(os.urandom(4), "big") % pairs  # two zygotes rarely hand out the same uids at once
     sel = selectors.DefaultSelector()
     sel.register(lsock, selectors.EVENT_READ, "listen")
     sel.register(0, selectors.EVENT_READ, "host")
@@ -549,29 +635,32 @@ def zygote_main(cfg_json: str) -> None:
         for key, _ in sel.select():
             if key.data == "host":  # the host closed our stdin: it is gone or closing us
                 if not os.read(0, 4096):
-                    os._exit(0)
+                    return
                 continue
             try:
                 conn, _ = lsock.accept()
             except OSError:
                 continue
-            uid = uid_base + n % uid_count
+            supervisor = int(cfg["uid_base"]) + 2 * (n % pairs)
             n += 1
-            pid = os.fork()
-            if pid == 0:
+            if os.fork() == 0:
                 try:
                     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
                     sel.close()
                     lsock.close()
                     os.close(0)
-                    _serve(conn, mode, uid, cfg["tmp_dir"])
+                    _serve(conn, mode, (supervisor, supervisor + 1), cfg["tmp_dir"])
                 finally:
                     os._exit(0)
             conn.close()
 
 
 # ---- inside a docker container ---------------------------------------------------------------
+CONTAINER_IDS = (65533, 65534)
+"""Supervisor and candidate uids in a container (whose root holds only SETUID, SETGID and KILL)."""
+
+
 def _read_exact_fd(fd: int, n: int) -> bytes:
     buf = bytearray()
     while len(buf) < n:
@@ -583,21 +672,16 @@ def _read_exact_fd(fd: int, n: int) -> bytes:
 
 
 def container_main() -> None:
-    """Entry point of ``docker exec``: the container is the jail, so read the request header from
-    stdin (the rest of stdin is the program's), make the work dir, set rlimits and run."""
+    """The container's boot program: the container is the jail, so read the request header from
+    stdin (the rest of stdin is the program's), make the work dir, take the program's identity, run."""
     try:
         (n,) = struct.unpack(">I", _read_exact_fd(0, 4))
         req = json.loads(_read_exact_fd(0, n))
+        ids = CONTAINER_IDS if os.geteuid() == 0 else (None, None)
         workdir = "/tmp/work"
-        os.makedirs(workdir, mode=0o700)
-        _write_files(workdir, req.get("files") or {}, None)
-        limits = dict(req["limits"], nproc=None)  # RLIMIT_NPROC counts a uid host-wide; pids cgroup caps it
-        _set_rlimits(limits)
-        prctl(PR_SET_NO_NEW_PRIVS, 1)
-        os.chdir(workdir)
-        os.environ.clear()
-        os.environ.update(CLEAN_ENV, HOME=workdir, TMPDIR="/tmp")
+        req["limits"] = dict(req["limits"], nproc=None)  # RLIMIT_NPROC counts a uid host-wide; pids cgroup caps it
+        confine_worker(req, workdir, ids, base64.b64decode(req.get("seccomp") or ""))
     except BaseException as e:
         os.write(2, f"sandbox setup failed: {type(e).__name__}: {e}\n".encode())
         os._exit(WORKER_SETUP_FAILED)
-    os._exit(run_program(req["program"], workdir))
+    os._exit(run_program(req["program"], workdir, bool(req.get("grader"))))

@@ -44,6 +44,11 @@ class ExecResult:
     """'full', 'none' or 'docker': what actually confined this run."""
     error: str | None = None
     """A failure of the sandbox itself (not of the program)."""
+    memory_scope: str = "process"
+    """What ``memory_mb`` capped: the whole run ('cgroup v1', 'cgroup v2', or 'docker'), or each process
+    alone ('process': RLIMIT_AS per process, with ``nproc`` bounding how many there are)."""
+    oom_killed: bool = False
+    """The run's memory cgroup ran out and the kernel killed a process of it."""
 
     @property
     def ok(self) -> bool:
@@ -69,8 +74,14 @@ class Sandbox(abc.ABC):
         stdin: bytes = b"",
         files: Mapping[str, bytes | str] | None = None,
         limits: Limits | None = None,
+        grader: bool = False,
     ) -> ExecResult:
-        """Run ``program`` once in a fresh sandbox and return what happened."""
+        """Run ``program`` once in a fresh sandbox and return what happened.
+
+        ``program`` runs as an untrusted candidate, unless ``grader``: then it is trusted code that
+        runs as the run's supervisor (its own uid, no writable folder on sys.path) and forks the
+        candidates itself, each dropped to the candidate's identity by envs/sandbox/guest.py's
+        ``guard_runner``."""
 
     @property
     def isolation(self) -> str:

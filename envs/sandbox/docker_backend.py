@@ -24,16 +24,22 @@ import struct
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 
-from envs.sandbox.base import ExecResult, Sandbox, SandboxUnavailable
+from envs.sandbox import seccomp
+from envs.sandbox.base import ExecResult, Sandbox, SandboxUnavailable, compose_program
 from envs.sandbox.config import Limits, SandboxConfig
 
 IMAGE_VERSION = "1"
 """Must match IMAGE_VERSION in envs/sandbox/image/build.sh."""
-_BOOT = Path(__file__).with_name("_jail.py").read_text() + "\ncontainer_main()\n"
+_BOOT = compose_program(*(Path(__file__).with_name(f).read_text() for f in ("_confine.py", "_jail.py")),
+                        call="container_main()")
+"""The containers' boot program: runs as the container's root, which holds only SETUID, SETGID and KILL,
+and gives the program its identity (envs/sandbox/_confine.py): a grader the supervisor's uid, any other
+program the candidate's."""
 _ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "LANG": "C.UTF-8",
@@ -87,17 +93,39 @@ class DockerSandbox(Sandbox):
 
     def __init__(self, config: SandboxConfig | None = None, preload: tuple[str, ...] = ()):
         super().__init__(config, preload)
+        reason = seccomp.unavailable_reason()
+        if reason:  # never run candidates without their filter
+            raise SandboxUnavailable(f"docker sandbox: {reason}")
         self.client = docker_client(self.config.docker_base_url)
         check_image(self.client, self.config.docker_image)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._pool: queue.Queue = queue.Queue()
         self._live: set[str] = set()
         self._lock = threading.Lock()
-        self._closed = False
+        self._labels = {  # reap_stale_containers reads the owner labels
+            "lopd.sandbox": "1",
+            "lopd.sandbox.owner": self.owner,
+            "lopd.sandbox.owner_start": _proc_start(os.getpid()),
+            "lopd.sandbox.owner_pidns": _pid_ns(),
+        }
+        self._stop = threading.Event()
         self._filler: threading.Thread | None = None
         self._wake = threading.Event()
-        if self.config.docker_pool_size > 0:
-            self._filler = threading.Thread(target=self._fill, name="lopd-docker-pool", daemon=True)
+        try:  # housekeeping, never a reason not to run
+            reap_stale_containers(self.client)
+        except Exception:
+            pass
+        if self.config.docker_pool_size > 0:  # a weak reference: the filler must not keep self alive
+            self._filler = threading.Thread(
+                target=_fill, args=(weakref.ref(self), self._stop, self._wake), name="lopd-docker-pool",
+                daemon=True,
+            )
+        # close(), garbage collection and interpreter exit all end here; the args hold no reference to self
+        self._finalizer = weakref.finalize(
+            self, _cleanup, self.client, self.owner, os.getpid(), self._pool, self._stop, self._wake,
+            self._filler,
+        )
+        if self._filler is not None:
             self._filler.start()
 
     @property
@@ -121,6 +149,7 @@ class DockerSandbox(Sandbox):
                 "/dev/shm": f"rw,nosuid,nodev,size={limits.tmpfs_mb}m,mode=1777",
             },
             cap_drop=["ALL"],
+            cap_add=["SETUID", "SETGID", "KILL"],  # the boot program's, to hand out the two uids
             security_opt=["no-new-privileges"],
             ipc_mode="private",
             nano_cpus=int(self.config.docker_cpus * 1e9) if self.config.docker_cpus else None,
@@ -129,11 +158,11 @@ class DockerSandbox(Sandbox):
             self.config.docker_image,
             command=["/usr/bin/python3", "-I", "-c", _BOOT],
             stdin_open=True,
-            user="65534:65534",
+            user="0:0",
             environment=_ENV,
             working_dir="/tmp",
             host_config=host_config,
-            labels={"lopd.sandbox": "1", "lopd.sandbox.owner": self.owner},
+            labels=self._labels,
         )["Id"]
         with self._lock:
             self._live.add(cid)
@@ -150,16 +179,15 @@ class DockerSandbox(Sandbox):
         serves a run whose key equals the pool's (its config's limits); the other limits apply per run."""
         return (limits.memory_mb, limits.nproc, limits.tmpfs_mb)
 
-    def _fill(self) -> None:
-        while not self._closed:
-            if self._pool.qsize() < self.config.docker_pool_size:
-                try:
-                    self._pool.put(self._create(self.config.limits))
-                except Exception:
-                    time.sleep(1.0)  # the daemon hiccuped; the next run creates its own container
-                continue
-            self._wake.wait(0.5)
-            self._wake.clear()
+    def _fill_one(self) -> bool:
+        """Add one warm container to the pool, if it needs one; False when the daemon failed."""
+        if self._pool.qsize() >= self.config.docker_pool_size:
+            return True
+        try:
+            self._pool.put(self._create(self.config.limits))
+        except Exception:
+            return False
+        return True
 
     def _acquire(self, limits: Limits) -> _Slot:
         if self._filler is not None and self._pool_key(limits) == self._pool_key(self.config.limits):
@@ -183,27 +211,8 @@ class DockerSandbox(Sandbox):
         threading.Thread(target=remove, daemon=True).start()
 
     def close(self) -> None:
-        self._closed = True
-        self._wake.set()
-        if self._filler is not None:
-            self._filler.join(timeout=10)
-        while True:
-            try:
-                slot = self._pool.get_nowait()
-            except queue.Empty:
-                break
-            slot.close()
-            self._discard(slot.cid)
-        try:  # containers being auto-removed meanwhile would 404 the listing without ignore_removed
-            left = self.client.containers.list(all=True, filters={"label": f"lopd.sandbox.owner={self.owner}"},
-                                               ignore_removed=True)
-        except Exception:
-            left = []
-        for c in left:
-            try:
-                c.remove(force=True)
-            except Exception:  # already gone: one missing container must not keep the others alive
-                pass
+        """Stop the pool and remove this sandbox's containers; idempotent (the finalizer runs once)."""
+        self._finalizer()
 
     # ---- executions -------------------------------------------------------------------------
     def run(
@@ -213,11 +222,14 @@ class DockerSandbox(Sandbox):
         stdin: bytes = b"",
         files: Mapping[str, bytes | str] | None = None,
         limits: Limits | None = None,
+        grader: bool = False,
     ) -> ExecResult:
         limits = limits or self.config.limits
         header = json.dumps(
             {
                 "program": program,
+                "grader": bool(grader),
+                "seccomp": base64.b64encode(seccomp.candidate_filter()).decode(),
                 "files": {
                     k: base64.b64encode(v.encode() if isinstance(v, str) else v).decode()
                     for k, v in (files or {}).items()
@@ -305,7 +317,108 @@ class DockerSandbox(Sandbox):
             duration_s=time.monotonic() - t0,
             backend=self.name,
             isolation="docker",
+            memory_scope="docker",  # the container's memory cgroup caps the whole run
         )
+
+
+def _fill(ref: weakref.ref, stop: threading.Event, wake: threading.Event) -> None:
+    """The pool filler's loop. It holds the sandbox only while creating a container, so that a sandbox
+    nobody closed is still garbage-collected, and its finalizer removes its containers."""
+    while not stop.is_set():
+        sb = ref()
+        if sb is None:
+            return
+        full = sb._pool.qsize() >= sb.config.docker_pool_size
+        ok = sb._fill_one()
+        del sb  # may run the finalizer here, in this thread: _cleanup does not join itself
+        if not ok:
+            time.sleep(1.0)  # the daemon hiccuped; the next run creates its own container
+        elif full:
+            wake.wait(0.5)
+            wake.clear()
+
+
+def _cleanup(client, owner: str, pid: int, pool: queue.Queue, stop: threading.Event,
+             wake: threading.Event, filler: threading.Thread | None) -> None:
+    """Stop the pool and remove every container of ``owner``."""
+    if os.getpid() != pid:  # a forked child exiting: the containers are its parent's
+        return
+    stop.set()
+    wake.set()
+    if filler is not None and filler is not threading.current_thread():
+        filler.join(timeout=10)
+    while True:
+        try:
+            pool.get_nowait().close()
+        except queue.Empty:
+            break
+    try:  # containers being auto-removed meanwhile would 404 the listing without ignore_removed
+        left = client.containers.list(all=True, filters={"label": f"lopd.sandbox.owner={owner}"},
+                                      ignore_removed=True)
+    except Exception:
+        left = []
+    for c in left:
+        try:
+            c.remove(force=True)
+        except Exception:  # already gone: one missing container must not keep the others alive
+            pass
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    """Fields 3.. of /proc/<pid>/stat (state first), None when unreadable."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _proc_start(pid: int) -> str:
+    """The start time of ``pid`` (field 22, ticks since boot), '' if unknown: with the pid, it names one
+    process even after the pid is reused."""
+    fields = _proc_stat(pid)
+    return fields[19] if fields and len(fields) > 19 else ""
+
+
+def _pid_ns() -> str:
+    """This process's pid namespace ('' if unknown): its pids mean nothing in another one."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+
+
+def _owner_alive(pid: int, start: str) -> bool:
+    """Whether process ``pid`` runs and is the one that started at ``start`` ('' = not recorded)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        pass
+    fields = _proc_stat(pid)
+    if not fields or len(fields) <= 19:
+        return True  # cannot tell: keep its containers
+    return fields[0] != "Z" and not (start and fields[19] != start)
+
+
+def reap_stale_containers(client) -> int:
+    """Remove the containers (label ``lopd.sandbox=1``) whose owner ran on this host and is gone: it
+    crashed or was killed before close(). Owners alive (the pid runs with the recorded start time), on
+    another host or in another pid namespace are never touched. Returns how many were removed."""
+    host, ns, removed = socket.gethostname(), _pid_ns(), 0
+    for c in client.api.containers(all=True, filters={"label": "lopd.sandbox=1"}):
+        labels = c.get("Labels") or {}
+        try:
+            o_host, pid, _ = labels["lopd.sandbox.owner"].rsplit(":", 2)
+            if o_host != host or labels.get("lopd.sandbox.owner_pidns", ns) != ns:
+                continue
+            if _owner_alive(int(pid), labels.get("lopd.sandbox.owner_start", "")):
+                continue
+            client.api.remove_container(c["Id"], force=True)
+        except Exception:  # no or odd owner label, or removed meanwhile
+            continue
+        removed += 1
+    return removed
 
 
 class _Slot:

@@ -1,23 +1,31 @@
 """Helpers for trusted *runner* programs that execute inside a sandbox (stdlib only).
 
 A runner (e.g. the EvalPlus or LiveCodeBench grader) is sent into the sandbox as source text: this
-module's source followed by the runner's. The runner reads its job from stdin in frames, forks a
-*worker* that runs the model's code, and prints one JSON result. Keeping secrets from the worker:
+module's source followed by the runner's, run with ``Sandbox.run(..., grader=True)``. The runner reads
+its job from stdin in frames, forks a *worker* that runs the model's code, and prints one sealed
+result. What keeps the worker from speaking for the verdict:
 
-* :func:`guard_runner` makes the runner non-dumpable (a same-uid worker can neither ptrace it nor
-  open ``/proc/<runner>/{mem,fd}``), moves the host channel (stdout) to a private fd and points fds
-  1 and 2 at /dev/null, and makes every forked child close stdin and that private fd at once.
+* :func:`guard_runner` moves the host channel (stdout) to a private fd, points fds 1 and 2 at
+  /dev/null, and makes every forked child close stdin and that fd, then become a *candidate* (the
+  sandbox's ``lopd_sandbox.enter_candidate``: another uid than the runner's, no capabilities, a
+  seccomp filter), so it can neither ptrace, signal nor open ``/proc/<runner>/{mem,fd}``.
 * Data a worker must not see (expected outputs) is read from stdin only *after* the worker is forked,
   so it is neither in the worker's copy of memory nor readable from the worker's stdin.
+* The result is sealed with a per-run key, the last frame of stdin, read only after every worker is
+  gone (:func:`emit_result`); the host accepts only a result whose seal it can check
+  (:func:`open_result`).
 
 >>> r, w = os.pipe(); send_msg(w, "O", b"x"); os.close(w)
 >>> MsgReader(r).read(1.0)
 ('O', b'x')
+>>> open_result(b"k" * 32, seal(b"k" * 32, {"pass": True}))
+{'pass': True}
 """
 
 from __future__ import annotations
 
-import ctypes
+import hashlib
+import hmac
 import json
 import os
 import select
@@ -25,8 +33,8 @@ import signal
 import struct
 import time
 
-PR_SET_DUMPABLE = 4
 _result_fd: int | None = None
+KEY_BYTES = 32
 
 
 def read_exact(fd: int, n: int) -> bytes:
@@ -48,10 +56,9 @@ def read_frame(fd: int = 0) -> bytes:
 def guard_runner() -> None:
     """Call first thing in a runner (see the module docstring)."""
     global _result_fd
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+    import lopd_sandbox  # given to graders by the sandbox (envs/sandbox/_jail.py), never from a file
+
+    enter_candidate = lopd_sandbox.enter_candidate
     _result_fd = os.dup(1)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 1)
@@ -59,19 +66,38 @@ def guard_runner() -> None:
     os.close(devnull)
     fd = _result_fd
 
-    def close_in_child() -> None:
-        for f in (0, fd):
-            try:
+    def become_candidate_in_child() -> None:
+        try:
+            for f in (0, fd):
                 os.close(f)
-            except OSError:
-                pass
+            enter_candidate()
+        except BaseException:
+            os._exit(125)  # a child that cannot be confined never runs anything
 
-    os.register_at_fork(after_in_child=close_in_child)
+    os.register_at_fork(after_in_child=become_candidate_in_child)
+
+
+def seal(key: bytes, obj) -> bytes:
+    """The result line: the HMAC-SHA256 of its JSON under ``key``, a space, the JSON."""
+    text = json.dumps(obj)
+    return (hmac.new(key, text.encode(), hashlib.sha256).hexdigest() + " " + text + "\n").encode()
+
+
+def open_result(key: bytes, stdout: bytes):
+    """The host side of :func:`seal`: the object of the last line of ``stdout`` if its seal is
+    ``key``'s; ValueError otherwise (nothing else may speak for a verdict)."""
+    lines = stdout.strip().splitlines()
+    mac, _, text = (lines[-1] if lines else b"").partition(b" ")
+    good = hmac.new(key, text, hashlib.sha256).hexdigest().encode()
+    if not hmac.compare_digest(mac, good):
+        raise ValueError("the result's seal does not match this run's key")
+    return json.loads(text)
 
 
 def emit_result(obj) -> None:
-    """Write the runner's one JSON result to the host channel."""
-    data = (json.dumps(obj) + "\n").encode()
+    """Read the run's key (stdin's last frame: every worker is gone by now) and write the sealed
+    result to the host channel."""
+    data = seal(read_frame(0), obj)
     fd = _result_fd if _result_fd is not None else 1
     while data:
         n = os.write(fd, data)

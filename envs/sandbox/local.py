@@ -27,17 +27,20 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 
+from envs.sandbox import seccomp
 from envs.sandbox.base import ExecResult, Sandbox, SandboxUnavailable
 from envs.sandbox.config import Limits, SandboxConfig
 
 log = logging.getLogger(__name__)
-_JAIL = Path(__file__).with_name("_jail.py")
-_LOADER = (
-    "import importlib.util, sys\n"
-    "spec = importlib.util.spec_from_file_location('lopd_jail', sys.argv[1])\n"
-    "mod = importlib.util.module_from_spec(spec)\n"
-    "spec.loader.exec_module(mod)\n"
-    "mod.zygote_main(sys.argv[2])\n"
+_HERE = Path(__file__).parent
+_JAIL = [str(_HERE / "_confine.py"), str(_HERE / "_jail.py")]
+_LOADER = (  # one module of the jail's sources, loaded by path: the zygote imports nothing of the project
+    "import sys, types\n"
+    "mod = types.ModuleType('lopd_jail')\n"
+    "sys.modules['lopd_jail'] = mod\n"
+    "src = '\\n'.join(open(p).read().replace('from __future__ import annotations', '') for p in sys.argv[1:-1])\n"
+    "exec(compile('from __future__ import annotations\\n' + src, 'lopd_jail', 'exec'), mod.__dict__)\n"
+    "mod.zygote_main(sys.argv[-1])\n"
 )
 _START_TIMEOUT_S = 60.0
 _warned: set[str] = set()
@@ -64,6 +67,9 @@ class LocalSandbox(Sandbox):
 
     # ---- zygote lifecycle ------------------------------------------------------------------
     def _start(self) -> None:
+        reason = seccomp.unavailable_reason()
+        if reason:  # never run candidates without their filter
+            raise SandboxUnavailable(f"local sandbox: {reason}")
         self._dir = tempfile.mkdtemp(prefix="lopd-sandbox-")
         os.chmod(self._dir, 0o711)  # the jail's mount point lives here; nothing else is listable
         self._sock_path = os.path.join(self._dir, "zygote.sock")
@@ -79,12 +85,13 @@ class LocalSandbox(Sandbox):
             "uid_base": self.config.uid_base,
             "uid_count": self.config.uid_count,
             "tmp_dir": self._dir,
+            "seccomp": base64.b64encode(seccomp.candidate_filter()).decode(),
         }
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}  # nothing of ours leaks in
         log_path = os.path.join(self._dir, "zygote.log")
         with open(log_path, "wb") as errlog:
             self._proc = subprocess.Popen(
-                [sys.executable, "-I", "-c", _LOADER, str(_JAIL), json.dumps(cfg)],
+                [sys.executable, "-I", "-c", _LOADER, *_JAIL, json.dumps(cfg)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=errlog,
@@ -110,6 +117,7 @@ class LocalSandbox(Sandbox):
             )
             raise SandboxUnavailable(f"local sandbox failed to start: {msg.get('error')}; {hint}\n{detail}")
         self._isolation = msg["isolation"]
+        self.memory_scope = msg.get("memory_scope", "process")
         if msg.get("warning") and msg["warning"] not in _warned:
             _warned.add(msg["warning"])
             log.warning(
@@ -161,10 +169,12 @@ class LocalSandbox(Sandbox):
         stdin: bytes = b"",
         files: Mapping[str, bytes | str] | None = None,
         limits: Limits | None = None,
+        grader: bool = False,
     ) -> ExecResult:
         limits = limits or self.config.limits
         header = {
             "program": program,
+            "grader": bool(grader),
             "files": {
                 k: base64.b64encode(v.encode() if isinstance(v, str) else v).decode()
                 for k, v in (files or {}).items()
@@ -212,6 +222,8 @@ class LocalSandbox(Sandbox):
             backend=self.name,
             isolation=reply.get("isolation", self._isolation),
             error=reply.get("error"),
+            memory_scope=reply.get("memory_scope", "process"),
+            oom_killed=bool(reply.get("oom_killed")),
         )
 
 

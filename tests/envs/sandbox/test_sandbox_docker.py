@@ -1,8 +1,17 @@
 """The docker backend: clear errors when it cannot run, one container per execution, cleanup."""
 
+import contextlib
+import gc
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
+import weakref
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -113,6 +122,9 @@ class _FakeDockerAPI:
     def remove_container(self, cid, force=False):
         pass
 
+    def containers(self, all=False, filters=None):
+        return []
+
 
 @pytest.fixture
 def fake_docker(monkeypatch):
@@ -180,3 +192,172 @@ def test_grader_runs_use_warm_containers(fake_docker, grader):
     # every container came warm from the pool's filler, and holds what a grading run needs
     assert fake_docker.created and all(t == "lopd-docker-pool" for t, _ in fake_docker.created)
     assert {hc["mem_limit"] for _, hc in fake_docker.created} == {"16384m"}
+
+
+def test_unclosed_sandbox_is_collected(fake_docker):
+    """The pool filler holds the sandbox only weakly: dropped unclosed, it is collected and cleaned up."""
+    from envs.sandbox.docker_backend import DockerSandbox
+
+    sb = DockerSandbox(SandboxConfig(backend="docker", docker_pool_size=2))
+    ref, filler = weakref.ref(sb), sb._filler
+    deadline = time.monotonic() + 10
+    while sb._pool.qsize() < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    del sb
+    deadline = time.monotonic() + 10
+    while (ref() is not None or filler.is_alive()) and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.05)
+    assert ref() is None and not filler.is_alive()
+
+
+def test_reap_removes_only_dead_owners_containers():
+    from envs.sandbox.docker_backend import _pid_ns, _proc_start, reap_stale_containers
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    host, me, start, ns = socket.gethostname(), os.getpid(), _proc_start(os.getpid()), _pid_ns()
+
+    def labels(owner, start="", pidns=ns):
+        return {"lopd.sandbox": "1", "lopd.sandbox.owner": owner, "lopd.sandbox.owner_start": start,
+                "lopd.sandbox.owner_pidns": pidns}
+
+    listed = {
+        "live": labels(f"{host}:{me}:aaaa", start),
+        "live-unrecorded-start": labels(f"{host}:{me}:aaab"),
+        "dead": labels(f"{host}:{dead.pid}:bbbb"),
+        "reused-pid": labels(f"{host}:{me}:cccc", str(int(start) - 1)),
+        "other-host": labels(f"not-{host}:{dead.pid}:dddd"),
+        "other-pidns": labels(f"{host}:{dead.pid}:eeee", pidns="pid:[1]"),
+        "no-owner": {"lopd.sandbox": "1"},
+    }
+    removed: list[str] = []
+    api = SimpleNamespace(
+        containers=lambda all, filters: [{"Id": k, "Labels": v} for k, v in listed.items()],
+        remove_container=lambda cid, force: removed.append(cid),
+    )
+    assert reap_stale_containers(SimpleNamespace(api=api)) == 2
+    assert sorted(removed) == ["dead", "reused-pid"]
+
+
+# ---- container lifecycle with a real daemon: exit, crash, an env never closed -----------------------
+_ROOT = Path(__file__).resolve().parents[3]
+_OWNED = "len(sb.client.api.containers(all=True, filters={'label': 'lopd.sandbox.owner=' + sb.owner}))"
+_CHILD = f"""
+import os, signal, sys, time
+from envs.sandbox import SandboxConfig, make_sandbox
+sb = make_sandbox(SandboxConfig(backend="docker", docker_pool_size=2))
+r = sb.run("print(6 * 7)")
+assert r.ok and r.stdout == b"42\\n", r
+deadline = time.monotonic() + 60
+while sb._pool.qsize() < 2 and time.monotonic() < deadline:  # warm containers exist when it ends
+    time.sleep(0.1)
+print(sb.owner, {_OWNED}, flush=True)
+if sys.argv[1] == "os._exit":
+    os._exit(0)
+if sys.argv[1] == "SIGKILL":
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+_ENV_CHILD = f"""
+import gymnasium as gym
+import envs
+env = gym.make("lopd/evalplus-humaneval-v0", sandbox={{"backend": "docker"}})
+env.reset(options={{"task_id": "HumanEval/53"}})
+_, reward, *_ = env.step("```python\\ndef add(x: int, y: int):\\n    return x + y\\n```")
+sb = env.unwrapped.verifier.sandbox
+print(reward, sb.owner, {_OWNED}, flush=True)
+del env, sb
+"""
+
+
+@pytest.fixture(scope="module")
+def client():
+    from envs.sandbox.docker_backend import docker_unavailable_reason
+
+    if reason := docker_unavailable_reason():
+        pytest.skip(f"docker sandbox unavailable: {reason}")
+    return docker_client()
+
+
+def _owned(client, prefix: str) -> list[str]:
+    """Ids of the sandbox containers whose owner label starts with ``prefix`` (an owner, or host:pid:)."""
+    found = client.api.containers(all=True, filters={"label": "lopd.sandbox=1"})
+    return [c["Id"] for c in found if (c["Labels"] or {}).get("lopd.sandbox.owner", "").startswith(prefix)]
+
+
+def _left(client, owner: str, timeout: float = 15) -> list[str]:
+    """The owner's containers once none are left, or after ``timeout`` (removals still in flight)."""
+    deadline = time.monotonic() + timeout
+    while (left := _owned(client, owner)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+@contextlib.contextmanager
+def _child(client, code: str, *args: str, timeout: float = 240):
+    """Run ``code`` in a child Python at the repo root; yield (its CompletedProcess, its printed words).
+    Whatever containers the child left are removed afterwards, even when the test failed."""
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], cwd=_ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            pytest.fail(f"the child took over {timeout}s: {err[-3000:]}")
+        done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        words = (out.strip().splitlines() or [''])[-1].split()  # the child's last line
+        assert len(words) >= 2 and words[-2].startswith(f"{socket.gethostname()}:{proc.pid}:"), err[-3000:]
+        yield done, words
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for cid in _owned(client, f"{socket.gethostname()}:{proc.pid}:"):
+            with contextlib.suppress(Exception):
+                client.api.remove_container(cid, force=True)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_unclosed_sandbox_leaves_no_container_at_exit(client):
+    with _child(client, _CHILD, "exit") as (done, (owner, before)):
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert int(before) >= 2
+        assert _left(client, owner) == []
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["os._exit", "SIGKILL"])
+def test_containers_of_a_crashed_owner_are_reaped(client, docker_sandbox, how):
+    from envs.sandbox.docker_backend import reap_stale_containers
+
+    deadline = time.monotonic() + 60
+    while docker_sandbox._pool.qsize() < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    live = {slot.cid for slot in list(docker_sandbox._pool.queue)}  # a live owner's warm containers
+    with _child(client, _CHILD, how) as (done, (owner, before)):
+        assert done.returncode == (0 if how == "os._exit" else -signal.SIGKILL), done.stderr[-3000:]
+        assert int(before) >= 2 and len(_owned(client, owner)) >= 2  # nobody removed them
+        if how == "os._exit":
+            assert reap_stale_containers(client) >= 2
+        else:  # a new sandbox reaps when it starts
+            make_sandbox(SandboxConfig(backend="docker", docker_pool_size=0)).close()
+        assert _owned(client, owner) == []
+        assert live and live <= set(_owned(client, docker_sandbox.owner))
+        assert docker_sandbox.run("print(1)").ok
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_env_never_closed_leaves_no_container(client):
+    from envs.data import has_data
+
+    if not has_data("evalplus"):
+        pytest.skip("EvalPlus data not found; set LOPD_DATA_DIR")
+    with _child(client, _ENV_CHILD) as (done, (reward, owner, before)):
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert float(reward) == 1.0 and int(before) >= 1
+        assert _left(client, owner) == []
