@@ -3,23 +3,25 @@
 Stdlib only, and loaded by file path (not as ``envs.sandbox._jail``) so the zygote imports nothing of
 the project. The host (:mod:`envs.sandbox.local`) starts one zygote per LocalSandbox::
 
-    python -I -c <loader> _jail.py '{"listen_fd": 3, "isolation": "auto", ...}'
+    python -I -c <loader> _confine.py _relay.py _jail.py '{"listen_fd": 3, "isolation": "auto", ...}'
 
 Process tree of one execution in full isolation (root)::
 
-    zygote   (root; own mount+network namespace, chrooted into a read-only view; preloaded modules)
-     └ monitor  (root; forked per connection: new mount, pid, IPC and UTS namespaces, fresh /tmp)
-        └ init  (pid 1 of the new pid namespace; root; mounts /proc, makes the work dir, reaps)
-           └ worker  (throw-away uid, rlimits, no_new_privs, clean env: runs the program)
+    zygote   (root; own mount+network namespace, pivoted into a read-only view; preloaded modules)
+     └ monitor  (root; per connection: new mount, pid, IPC, UTS and network namespaces, fresh /tmp,
+        │        the run's memory cgroup)
+        └ init  (pid 1 of the new pid namespace; root; in the cgroup; mounts /proc, reaps)
+           └ worker  (rlimits, clean env; a grader: the supervisor uid; any other program: the
+                      candidate uid, no capabilities, seccomp; see _confine.py)
 
-The monitor relays stdin, caps stdout/stderr, enforces the wall clock and kills init when time is up;
-init exiting makes the kernel kill everything left in the pid namespace, so nothing outlives a run.
-Without root (isolation 'none') the same tree runs without namespaces, chroot or uid change; there the
-monitor's SIGKILL to init's process group (init leads a new session, the worker stays in it) is what
-stops the worker and its children (a program that calls setsid itself escapes it).
+The monitor relays stdin, caps stdout/stderr, enforces the wall clock and kills init when time is up
+(_relay.py); init exiting makes the kernel kill everything left in the pid namespace, so nothing
+outlives a run. Without root (isolation 'none') the same tree runs without namespaces, cgroup or uid
+change; there the monitor's SIGKILL to init's process group (init leads a new session, the worker
+stays in it) is what stops the worker and its children (a program that calls setsid itself escapes).
 
 Wire format: frames of a 4-byte big-endian length and a payload. Request: a JSON header frame
-(program, files, limits, stdin_len) followed by ``stdin_len`` raw bytes. Reply: one JSON frame.
+(program, grader, files, limits, stdin_len) followed by ``stdin_len`` raw bytes. Reply: one JSON frame.
 """
 
 from __future__ import annotations
@@ -41,9 +43,10 @@ import time
 import traceback
 import types
 
-# Never imported as a module: the zygote and the docker boot program run _confine.py's source and then
-# this one's as one module, which gives it MemoryCgroups, _libc, _ok, become_candidate,
-# become_supervisor, prctl and syscall_nr.
+# Never imported as a module: the zygote runs _confine.py's, _relay.py's and this source as one module
+# (the docker boot program _confine.py's and this one's), which gives it MemoryCgroups, _libc, _ok,
+# become_candidate, become_supervisor, prctl, syscall_nr (_confine) and CHUNK, Relay, read_all,
+# fcntl_setpipe (_relay).
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -54,8 +57,6 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
-F_SETPIPE_SZ = 1031
-CHUNK = 1 << 20
 WORKER_SETUP_FAILED = 125
 CANDIDATE_DIR = "/tmp/candidate"
 """A grader's candidates work here (the grader's own work dir is not theirs to write)."""
@@ -359,9 +360,9 @@ def execute(conn: socket.socket, req: dict, mode: str, ids: tuple, tmp_dir: str)
             _init_main(req, fds, workdir, ids, cgroup)
         for fd in (in_r, out_w, err_w, st_w):
             os.close(fd)
-        reply = _relay(conn, req, pid, in_w, out_r, err_r, t0)
-        status = _read_all(st_r)
-    finally:  # in_w belongs to _relay, which closes it
+        reply = Relay(conn, req, pid, in_w, out_r, err_r, t0).run()
+        status = read_all(st_r)
+    finally:  # in_w belongs to the Relay, which closes it
         for fd in (out_r, err_r, st_r):
             try:
                 os.close(fd)
@@ -388,155 +389,6 @@ def _apply_status(reply: dict, status: bytes) -> None:
             reply["exit_code"] = os.WEXITSTATUS(st)
         elif os.WIFSIGNALED(st):
             reply["signal"] = os.WTERMSIG(st)
-
-
-def fcntl_setpipe(fd: int) -> None:
-    import fcntl
-
-    try:
-        fcntl.fcntl(fd, F_SETPIPE_SZ, CHUNK)
-    except OSError:
-        pass  # the default 64 KiB pipe only costs speed
-
-
-def _read_all(fd: int) -> bytes:
-    out = bytearray()
-    while True:
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            return bytes(out)
-        out += chunk
-
-
-def _kill_group(pid: int) -> None:
-    """SIGKILL init's process group: without a pid namespace ('none') nothing else stops the worker."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass  # init never got to setsid, or the group is already empty
-
-
-def _relay(conn: socket.socket, req: dict, pid: int, in_w: int, out_r: int, err_r: int, t0: float) -> dict:
-    """Feed stdin from the host, collect capped output, enforce the deadline; reap ``pid``."""
-    limits = req["limits"]
-    deadline = t0 + float(limits["timeout_s"])
-    cap = int(limits["max_output_bytes"])
-    stdin_left = int(req.get("stdin_len", 0))
-    pending = bytearray()
-    outs = {out_r: bytearray(), err_r: bytearray()}
-    open_outs = {out_r, err_r}
-    sel = selectors.DefaultSelector()
-    conn.setblocking(False)
-    os.set_blocking(in_w, False)
-    in_state = "open"  # open -> closed; stdin the program no longer reads is discarded
-
-    def close_in() -> None:
-        nonlocal in_state
-        if in_state == "open":
-            if in_w in sel.get_map():
-                sel.unregister(in_w)
-            os.close(in_w)
-            in_state = "closed"
-        pending.clear()
-
-    if stdin_left:
-        sel.register(conn, selectors.EVENT_READ, "conn")
-    else:
-        close_in()
-    sel.register(out_r, selectors.EVENT_READ, "out")
-    sel.register(err_r, selectors.EVENT_READ, "out")
-    pidfd = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
-    if pidfd is not None:
-        sel.register(pidfd, selectors.EVENT_READ, "pid")
-    exited = timed_out = truncated = False
-    exit_time = 0.0
-    try:
-        while not truncated:
-            now = time.monotonic()
-            if not exited and pidfd is None and os.waitpid(pid, os.WNOHANG)[0] == pid:
-                exited, exit_time = True, now
-                _kill_group(pid)  # leftovers of the worker (init only exits after it)
-            if exited and (not open_outs or now - exit_time > 0.5):
-                break  # in 'none' isolation an escaped orphan may hold the pipe: do not wait on it
-            if now >= deadline and not exited:
-                timed_out = True
-                break
-            wait = deadline - now if not exited else 0.5
-            if pidfd is None:
-                wait = min(wait, 0.02)
-            for key, _ in sel.select(max(wait, 0.0)):
-                tag = key.data
-                if tag == "conn":
-                    try:
-                        data = conn.recv(min(CHUNK, stdin_left))
-                    except BlockingIOError:
-                        continue
-                    if not data:
-                        raise EOFError("host closed the connection while sending stdin")
-                    stdin_left -= len(data)
-                    if stdin_left == 0:
-                        sel.unregister(conn)
-                    if in_state == "open":
-                        pending += data
-                        if in_w not in sel.get_map():
-                            sel.register(in_w, selectors.EVENT_WRITE, "in")
-                elif tag == "in":
-                    try:
-                        n = os.write(in_w, pending[:CHUNK])
-                    except BlockingIOError:
-                        continue
-                    except BrokenPipeError:
-                        close_in()
-                        continue
-                    del pending[:n]
-                    if not pending:
-                        sel.unregister(in_w)
-                        if stdin_left == 0:
-                            close_in()
-                elif tag == "out":
-                    data = os.read(key.fd, CHUNK)
-                    if not data:
-                        sel.unregister(key.fd)
-                        open_outs.discard(key.fd)
-                        continue
-                    outs[key.fd] += data
-                    if len(outs[out_r]) + len(outs[err_r]) > cap:
-                        truncated = True
-                elif tag == "pid":
-                    os.waitpid(pid, 0)
-                    sel.unregister(pidfd)
-                    exited, exit_time = True, time.monotonic()
-                    _kill_group(pid)
-            if stdin_left == 0 and not pending and in_state == "open":
-                close_in()
-    finally:
-        if not exited:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
-        _kill_group(pid)  # timeout or output cap: the worker and its children (init can fork no more)
-        if pidfd is not None:
-            os.close(pidfd)
-        close_in()
-        sel.close()
-    duration = time.monotonic() - t0
-    out, err = bytes(outs[out_r]), bytes(outs[err_r])
-    if truncated:
-        out, err = out[:cap], err[: max(0, cap - len(out))]
-    return {
-        "exit_code": None,
-        "signal": None,
-        "timed_out": timed_out,
-        "truncated": truncated,
-        "stdout": base64.b64encode(out).decode(),
-        "stderr": base64.b64encode(err).decode(),
-        "duration": duration,
-    }
 
 
 # ---- the zygote ----------------------------------------------------------------------------------

@@ -98,6 +98,18 @@ class Sandbox(abc.ABC):
         self.close()
 
 
+def bad_file_name(files: Mapping[str, bytes | str] | None) -> str | None:
+    """Why a file of ``files`` cannot be written into a work dir (None when all can): an absolute name,
+    or one that climbs out of it."""
+    import posixpath
+
+    for name in files or {}:
+        rel = posixpath.normpath(str(name))
+        if rel.startswith(("/", "..")) or rel == ".":
+            return f"file name {name!r} must be relative and inside the work dir"
+    return None
+
+
 def make_sandbox(config: SandboxConfig | None = None, preload: tuple[str, ...] = ()) -> Sandbox:
     """The backend ``config.backend`` names. ``preload`` lists trusted modules worth importing once
     (the local backend imports them in its fork server)."""

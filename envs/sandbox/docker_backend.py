@@ -30,7 +30,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from envs.sandbox import seccomp
-from envs.sandbox.base import ExecResult, Sandbox, SandboxUnavailable, compose_program
+from envs.sandbox.base import ExecResult, Sandbox, SandboxUnavailable, bad_file_name, compose_program
 from envs.sandbox.config import Limits, SandboxConfig
 
 IMAGE_VERSION = "1"
@@ -225,6 +225,9 @@ class DockerSandbox(Sandbox):
         grader: bool = False,
     ) -> ExecResult:
         limits = limits or self.config.limits
+        bad = bad_file_name(files)
+        if bad:
+            return ExecResult(None, backend=self.name, isolation=self.isolation, error=bad)
         header = json.dumps(
             {
                 "program": program,

@@ -28,12 +28,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 from envs.sandbox import seccomp
-from envs.sandbox.base import ExecResult, Sandbox, SandboxUnavailable
+from envs.sandbox.base import ExecResult, Sandbox, SandboxUnavailable, bad_file_name
 from envs.sandbox.config import Limits, SandboxConfig
 
 log = logging.getLogger(__name__)
 _HERE = Path(__file__).parent
-_JAIL = [str(_HERE / "_confine.py"), str(_HERE / "_jail.py")]
+_JAIL = [str(_HERE / name) for name in ("_confine.py", "_relay.py", "_jail.py")]
 _LOADER = (  # one module of the jail's sources, loaded by path: the zygote imports nothing of the project
     "import sys, types\n"
     "mod = types.ModuleType('lopd_jail')\n"
@@ -172,6 +172,9 @@ class LocalSandbox(Sandbox):
         grader: bool = False,
     ) -> ExecResult:
         limits = limits or self.config.limits
+        bad = bad_file_name(files)
+        if bad:
+            return ExecResult(None, backend=self.name, isolation=self.isolation, error=bad)
         header = {
             "program": program,
             "grader": bool(grader),
