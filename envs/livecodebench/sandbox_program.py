@@ -513,10 +513,9 @@ def _strict_message(job, outputs, expected, st, msg):
         return _begin(job, outputs, st, outcome)
     if kind != "O" or st["stage"] != "tests" or st["due"] is None:
         return _bad()
-    try:
-        i, tag = outcome[0], outcome[1]
-    except Exception:
+    if not isinstance(outcome, tuple) or len(outcome) < 2:
         return _bad()
+    i = outcome[0]
     if i != len(results) or i >= len(outputs):
         return _bad()
     st["due"] = None

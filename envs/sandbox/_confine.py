@@ -32,6 +32,11 @@ _SYS = {"x86_64": {"capset": 126, "pivot_root": 155}, "aarch64": {"capset": 91, 
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
+def _read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
 def _ok(ret: int, what: str) -> None:
     if ret != 0:
         err = ctypes.get_errno()
@@ -39,8 +44,9 @@ def _ok(ret: int, what: str) -> None:
 
 
 def prctl(option: int, arg: int = 0, arg2: int = 0) -> int:
-    ret = _libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(arg2), ctypes.c_ulong(0),
-                      ctypes.c_ulong(0))
+    ret = _libc.prctl(
+        ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(arg2), ctypes.c_ulong(0), ctypes.c_ulong(0)
+    )
     if ret < 0:
         _ok(ret, f"prctl({option})")
     return ret
@@ -57,14 +63,20 @@ def capset(caps: tuple[int, ...]) -> None:
     """Set this thread's effective and permitted capabilities to ``caps`` (inheritable: none)."""
     mask = sum(1 << c for c in caps)
     header = struct.pack("Ii", _CAP_VERSION_3, 0)
-    data = struct.pack("III", mask & 0xFFFFFFFF, mask & 0xFFFFFFFF, 0) + struct.pack("III", mask >> 32, mask >> 32, 0)
+    data = struct.pack("III", mask & 0xFFFFFFFF, mask & 0xFFFFFFFF, 0) + struct.pack(
+        "III", mask >> 32, mask >> 32, 0
+    )
     hdr, dat = ctypes.create_string_buffer(header), ctypes.create_string_buffer(data)
     _ok(_libc.syscall(ctypes.c_long(syscall_nr("capset")), hdr, dat), "capset")
 
 
 def drop_bounding_set(keep: tuple[int, ...]) -> None:
     """Remove every other capability from the bounding set (needs CAP_SETPCAP for the ones present)."""
-    last = int(open("/proc/sys/kernel/cap_last_cap").read()) if os.path.exists("/proc/sys/kernel/cap_last_cap") else 40
+    last = (
+        int(_read("/proc/sys/kernel/cap_last_cap"))
+        if os.path.exists("/proc/sys/kernel/cap_last_cap")
+        else 40
+    )
     for cap in range(last + 1):
         if cap not in keep and _libc.prctl(PR_CAPBSET_READ, ctypes.c_ulong(cap), 0, 0, 0) == 1:
             prctl(PR_CAPBSET_DROP, cap)
@@ -116,7 +128,7 @@ def become_candidate(uid: int | None, bpf: bytes, workdir: str) -> None:
 def _memory_cgroup_dir() -> tuple[str, int] | None:
     """(this process's memory cgroup directory, cgroup version), or None when there is none to use."""
     try:
-        lines = open("/proc/self/cgroup").read().splitlines()
+        lines = _read("/proc/self/cgroup").splitlines()
     except OSError:
         return None
     for line in lines:
@@ -126,7 +138,7 @@ def _memory_cgroup_dir() -> tuple[str, int] | None:
     for line in lines:
         if line.startswith("0::") and os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
             base = "/sys/fs/cgroup" + line[3:]
-            if "memory" in open("/sys/fs/cgroup/cgroup.controllers").read().split():
+            if "memory" in _read("/sys/fs/cgroup/cgroup.controllers").split():
                 return base, 2
     return None
 

@@ -531,7 +531,8 @@ def container_main() -> None:
         req = json.loads(_read_exact_fd(0, n))
         ids = CONTAINER_IDS if os.geteuid() == 0 else (None, None)
         workdir = "/tmp/work"
-        req["limits"] = dict(req["limits"], nproc=None)  # RLIMIT_NPROC counts a uid host-wide; pids cgroup caps it
+        # RLIMIT_NPROC counts a uid host-wide; the pids cgroup caps the container
+        req["limits"] = dict(req["limits"], nproc=None)
         confine_worker(req, workdir, ids, base64.b64decode(req.get("seccomp") or ""))
     except BaseException as e:
         os.write(2, f"sandbox setup failed: {type(e).__name__}: {e}\n".encode())

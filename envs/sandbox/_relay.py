@@ -46,7 +46,9 @@ class Relay:
     """Feeds the host's stdin bytes to the program, collects stdout and stderr up to the cap, and
     enforces the deadline on init (``pid``), whose exit ends the run."""
 
-    def __init__(self, conn: socket.socket, req: dict, pid: int, in_w: int, out_r: int, err_r: int, t0: float):
+    def __init__(
+        self, conn: socket.socket, req: dict, pid: int, in_w: int, out_r: int, err_r: int, t0: float
+    ):
         limits = req["limits"]
         self.conn, self.pid, self.in_w, self.out_r, self.err_r, self.t0 = conn, pid, in_w, out_r, err_r, t0
         self.deadline = t0 + float(limits["timeout_s"])

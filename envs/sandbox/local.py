@@ -38,7 +38,8 @@ _LOADER = (  # one module of the jail's sources, loaded by path: the zygote impo
     "import sys, types\n"
     "mod = types.ModuleType('lopd_jail')\n"
     "sys.modules['lopd_jail'] = mod\n"
-    "src = '\\n'.join(open(p).read().replace('from __future__ import annotations', '') for p in sys.argv[1:-1])\n"
+    "future = 'from __future__ import annotations'\n"
+    "src = '\\n'.join(open(p).read().replace(future, '') for p in sys.argv[1:-1])\n"
     "exec(compile('from __future__ import annotations\\n' + src, 'lopd_jail', 'exec'), mod.__dict__)\n"
     "mod.zygote_main(sys.argv[-1])\n"
 )

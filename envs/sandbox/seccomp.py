@@ -20,17 +20,52 @@ import tempfile
 
 DENIED = (
     # reach into another process
-    "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "pidfd_getfd",
+    "kcmp",
     # kernel keyrings persist per uid across runs
-    "keyctl", "add_key", "request_key",
+    "keyctl",
+    "add_key",
+    "request_key",
     # namespaces, mounts, roots
-    "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount",
-    "fsopen", "fsmount", "fsconfig", "fspick", "mount_setattr",
+    "unshare",
+    "setns",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "open_tree",
+    "move_mount",
+    "fsopen",
+    "fsmount",
+    "fsconfig",
+    "fspick",
+    "mount_setattr",
     # kernel attack surface no grading needs
-    "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
-    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "open_by_handle_at",
-    "name_to_handle_at", "swapon", "swapoff", "reboot", "acct", "quotactl", "lookup_dcookie",
-    "fanotify_init", "syslog", "vhangup",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "swapon",
+    "swapoff",
+    "reboot",
+    "acct",
+    "quotactl",
+    "lookup_dcookie",
+    "fanotify_init",
+    "syslog",
+    "vhangup",
 )
 """Syscalls that fail with EPERM."""
 NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
@@ -67,8 +102,10 @@ def unavailable_reason() -> str | None:
     try:
         candidate_filter()
     except Exception as e:  # ImportError, a missing libseccomp.so.2, ...
-        return (f"cannot build the sandbox's seccomp filter ({type(e).__name__}: {e}); install "
-                "libseccomp2 (Debian: apt-get install libseccomp2) and the pyseccomp package")
+        return (
+            f"cannot build the sandbox's seccomp filter ({type(e).__name__}: {e}); install "
+            "libseccomp2 (Debian: apt-get install libseccomp2) and the pyseccomp package"
+        )
     return None
 
 

@@ -74,9 +74,10 @@ def in_add(attack: str, result: str = "x + y if WORKED else x * y + 1") -> str:
 
 
 # ---- 1. nothing the candidate runs can write the result channel ------------------------------------
-FORGE = r'''
+FORGE = r"""
 import os, posix, signal
-LINES = [b'{"base": ["pass", []], "plus": ["pass", []]}\n', b'{"results": [' + b'true, ' * 49 + b'true], "metadata": {}}\n']
+LINES = [b'{"base": ["pass", []], "plus": ["pass", []]}\n',
+         b'{"results": [' + b'true, ' * 49 + b'true], "metadata": {}}\n']
 for pid in [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]:
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
@@ -100,7 +101,7 @@ for pid in (os.getppid(), 1):
         posix.kill(pid, signal.SIGSTOP)  # lcb's guard sets os.kill to None
     except OSError:
         pass
-'''
+"""
 
 
 def test_forged_result_lines_do_not_pass_evalplus(humaneval):
@@ -113,14 +114,15 @@ def test_forged_result_lines_do_not_pass_livecodebench(lcb):
     assert reward == 0.0 and verdict["results"] == [-2], verdict
 
 
-PROBE = r'''
+PROBE = r"""
 import ctypes, json, os, signal, sys
 guard_runner()
 r, w = os.pipe()
 pid = os.fork()  # the child is a candidate from here on
 if pid == 0:
     ppid, out = os.getppid(), {}
-    for path in (f"/proc/{ppid}/fd/{_result_fd}", f"/proc/{ppid}/fd/0", f"/proc/{ppid}/mem", "/proc/1/fd/1", "/proc/1/mem"):
+    own = (f"/proc/{ppid}/fd/{_result_fd}", f"/proc/{ppid}/fd/0", f"/proc/{ppid}/mem")
+    for path in own + ("/proc/1/fd/1", "/proc/1/mem"):
         try:
             os.close(os.open(path, os.O_WRONLY))
             out[path] = "opened"
@@ -144,15 +146,19 @@ os.waitpid(pid, 0)
 child = json.loads(os.read(r, 1 << 16))
 writable = [p for p in sys.path if os.access(p or ".", os.W_OK)]
 emit_result({"child": child, "uid": os.getuid(), "writable_sys_path": writable})
-'''
+"""
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_candidate_holds_nothing_that_speaks_for_its_grader(request, backend):
     sb = _backend_or_skip(request, backend)
     key = secrets.token_bytes(32)
-    r = sb.run(compose_program(GUEST.read_text(), PROBE, call=""), stdin=struct.pack(">I", 32) + key,
-               grader=True, limits=Limits(timeout_s=30))
+    r = sb.run(
+        compose_program(GUEST.read_text(), PROBE, call=""),
+        stdin=struct.pack(">I", 32) + key,
+        grader=True,
+        limits=Limits(timeout_s=30),
+    )
     res = open_result(key, r.stdout)
     child = res["child"]
     assert child["uid"] != res["uid"] and child["caps"] == "0000000000000000", res
@@ -168,10 +174,11 @@ def test_a_result_without_the_runs_seal_is_refused():
 
 
 # ---- 2. modules planted for the grader's lazy imports --------------------------------------------
-PLANT = r'''
+PLANT = r"""
 import os, sys
 FAKES = {
-    "decimal": "class Decimal:\n    def __init__(self, v):\n        pass\n    def __eq__(self, o):\n        return True\n",
+    "decimal": "class Decimal:\n    def __init__(self, v):\n        pass\n"
+               "    def __eq__(self, o):\n        return True\n",
     "numpy": "def allclose(*a, **k):\n    return True\n",
     "marshal": "def loads(b):\n    return 1\n",
 }
@@ -182,7 +189,7 @@ for d in {".", os.environ.get("HOME", "."), os.environ.get("TMPDIR", "."), "/tmp
                 f.write(src)
         except OSError:
             pass
-'''
+"""
 
 
 def test_planted_modules_do_not_pass_livecodebench(lcb):
@@ -193,7 +200,9 @@ def test_planted_modules_do_not_pass_livecodebench(lcb):
 def test_planted_modules_do_not_pass_evalplus(humaneval):
     # HumanEval/2 returns floats: its check calls numpy.allclose
     body = "\n".join("    " + line for line in PLANT.strip().splitlines())
-    reward, verdict = step(humaneval, "HumanEval/2", f"def truncate_number(number):\n{body}\n    return 0.25\n")
+    reward, verdict = step(
+        humaneval, "HumanEval/2", f"def truncate_number(number):\n{body}\n    return 0.25\n"
+    )
     assert reward == 0.0 and verdict["base_status"] == "fail", verdict
 
 
@@ -224,11 +233,11 @@ def test_honest_code_keeps_the_graders_own_time_limit_verdict(lcb):
 
 
 # ---- 4.-8. what one run could leave for, or take from, another run or the machine -----------------
-KEYRING = r'''
+KEYRING = r"""
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 {action}
-'''
+"""
 ADD_KEY = (  # add_key to the session (@s) and the user (@u) keyring
     "for ring in (-3, -4):\n    libc.syscall(248, b'user', b'lopd-leak', b'secret', 6, ctypes.c_int(ring))"
 )
@@ -246,11 +255,18 @@ def test_a_key_left_in_the_keyring_does_not_reach_the_next_run(humaneval):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_keyrings_are_denied(request, backend):
     sb = _backend_or_skip(request, backend)
-    r = sb.run(KEYRING.format(action="print(libc.syscall(248, b'user', b'k', b'v', 1, ctypes.c_int(-3)), ctypes.get_errno())"))
+    r = sb.run(
+        KEYRING.format(
+            action="print(libc.syscall(248, b'user', b'k', b'v', 1, ctypes.c_int(-3)), ctypes.get_errno())"
+        )
+    )
     assert r.stdout.split() == [b"-1", b"1"], r  # EPERM
 
 
-LISTEN = "import socket, time\ns = socket.socket(socket.AF_UNIX)\ns.bind('\\0{name}')\ns.listen(1)\ntime.sleep(5)\n"
+LISTEN = (
+    "import socket, time\ns = socket.socket(socket.AF_UNIX)\n"
+    "s.bind('\\0{name}')\ns.listen(1)\ntime.sleep(5)\n"
+)
 CONNECT = (
     "import socket, time\nok = False\nfor _ in range(30):\n    try:\n"
     "        socket.socket(socket.AF_UNIX).connect('\\0{name}')\n        ok = True\n        break\n"
@@ -266,7 +282,9 @@ def test_overlapping_runs_cannot_talk_over_abstract_sockets(lcb):
     connect = CONNECT.format(name=name) + "if ok:\n" + right + "else:\n    print(0)\n"
     problem = next(t.data["problem"] for t in lcb.unwrapped.tasks if t.task_id == "own_sum")
     verifier = lcb.unwrapped.verifier
-    listening, answered = verifier.check_many([(problem, LISTEN.format(name=name) + SUM_OK), (problem, connect)])
+    listening, answered = verifier.check_many(
+        [(problem, LISTEN.format(name=name) + SUM_OK), (problem, connect)]
+    )
     assert listening.passed and answered.results == [-2], (listening, answered)
 
 
@@ -274,16 +292,20 @@ def test_overlapping_runs_cannot_talk_over_abstract_sockets(lcb):
 def test_runs_at_the_same_time_have_their_own_network(request, backend):
     sb = _backend_or_skip(request, backend)
     name = f"lopd-leak-{secrets.token_hex(4)}"
-    t = threading.Thread(target=sb.run, args=(LISTEN.format(name=name),), kwargs={"limits": Limits(timeout_s=20)})
+    t = threading.Thread(
+        target=sb.run, args=(LISTEN.format(name=name),), kwargs={"limits": Limits(timeout_s=20)}
+    )
     t.start()
     r = sb.run(CONNECT.format(name=name) + "print(ok)\n", limits=Limits(timeout_s=20))
     t.join(30)
     assert r.stdout.strip() == b"False", r
 
 
-FAMILIES = "import socket\nfor fam in (40, socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK, socket.AF_PACKET):\n" \
-           "    try:\n        socket.socket(fam, socket.SOCK_DGRAM if fam != 40 else socket.SOCK_STREAM).close()\n" \
-           "        WORKED = True\n    except OSError:\n        pass\n"
+FAMILIES = (
+    "import socket\nfor fam in (40, socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK, socket.AF_PACKET):\n"
+    "    try:\n        socket.socket(fam, socket.SOCK_DGRAM if fam != 40 else socket.SOCK_STREAM).close()\n"
+    "        WORKED = True\n    except OSError:\n        pass\n"
+)
 
 
 def test_no_socket_family_but_unix_can_be_created(humaneval):
@@ -306,7 +328,10 @@ def test_a_local_run_sees_only_its_own_mounts(request):
     _backend_or_skip(request, "local")
     hidden = host_only_mount_points()
     assert hidden, "this machine has no mount of its own to hide"
-    attack = f"HOST = {hidden!r}\nseen = [l.split()[4] for l in open('/proc/self/mountinfo')]\nWORKED = any(p in seen for p in HOST)\n"
+    attack = (
+        f"HOST = {hidden!r}\nseen = [l.split()[4] for l in open('/proc/self/mountinfo')]\n"
+        "WORKED = any(p in seen for p in HOST)\n"
+    )
     env = gym.make("lopd/evalplus-humaneval-v0", sandbox={"backend": "local"})
     try:
         reward, _ = step(env, "HumanEval/53", in_add(attack))
@@ -331,10 +356,10 @@ def test_memory_is_capped_per_run_not_per_process(request, backend):
     program = (
         "import os, time\nkids = []\nfor _ in range(4):\n    pid = os.fork()\n    if pid == 0:\n"
         "        try:\n            b = bytearray(800 << 20)\n            b[::4096] = b'x' * len(b[::4096])\n"
-        "            time.sleep(1)\n            os._exit(0)\n        except MemoryError:\n            os._exit(3)\n"
+        "            time.sleep(1)\n            os._exit(0)\n"
+        "        except MemoryError:\n            os._exit(3)\n"
         "    kids.append(pid)\nprint(sum(os.waitpid(p, 0)[1] == 0 for p in kids))\n"
     )
     r = sb.run(program, limits=Limits(timeout_s=60, memory_mb=1024))
     assert r.memory_scope in ("cgroup v1", "cgroup v2", "docker"), r
     assert r.stdout.strip() != b"4", r  # 3.2 GB never fit in the run's 1 GiB
-
