@@ -16,7 +16,7 @@ from typing import Any
 
 from envs.core import Task
 from envs.livecodebench.data import PUBLIC_ONLY_NOTE, Problem, load_problems
-from envs.livecodebench.verifier import LCBVerifier, Mode, extract_code
+from envs.livecodebench.verifier import TIMEOUT_S, LCBVerdict, LCBVerifier, Mode, extract_code
 from envs.sandbox.codeenv import CodeEnv
 from envs.sandbox.config import SandboxConfig, sandbox_config
 
@@ -45,8 +45,23 @@ def question_prompt(p: Problem) -> str:
     return prompt + "### Answer: (use the provided format with backticks)\n\n"
 
 
+def fail_reason(v: LCBVerdict) -> str:
+    """Words for a failed verdict, from lcb_runner's metadata."""
+    if v.error:
+        return v.error
+    if v.global_timeout:
+        return "no result within the global time limit (lcb_runner's TestRunnerError)"
+    msg, detail = str(v.metadata.get("error_message") or ""), v.metadata.get("error")
+    if msg.endswith(": "):  # lcb's f"Error during testing: {e}" of an exception without a message
+        msg += "an exception without a message (lcb_runner's time limit raises one)"
+    if msg:
+        return f"{msg}: {detail}" if detail else msg
+    return f"tests failed: results {v.results}"
+
+
 class LiveCodeBenchEnv(CodeEnv):
-    """Problems from ``source`` (default: the staged public-test file), split 'test'."""
+    """Problems from ``source`` (default: the staged public-test file), split 'test'. ``timeout``: the
+    seconds per test (lcb_runner's 6; smaller only for quick tests)."""
 
     def __init__(
         self,
@@ -56,20 +71,23 @@ class LiveCodeBenchEnv(CodeEnv):
         end_date: str | datetime | None = None,
         mode: Mode = "strict",
         sandbox: SandboxConfig | dict | None = None,
+        timeout: int = TIMEOUT_S,
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
         if mode not in ("official", "strict"):
             raise ValueError(f"mode must be 'official' or 'strict', got {mode!r}")
         self.source, self.release, self.start_date, self.end_date = source, release, start_date, end_date
-        self.mode = mode
+        self.mode, self.timeout = mode, int(timeout)
         self.sandbox_config = sandbox_config(sandbox)
         self._verifier: LCBVerifier | None = None
 
     @property
     def verifier(self) -> LCBVerifier:
         if self._verifier is None:
-            self._verifier = LCBVerifier(mode=self.mode, sandbox_config=self.sandbox_config)
+            self._verifier = LCBVerifier(
+                mode=self.mode, sandbox_config=self.sandbox_config, timeout=self.timeout
+            )
         return self._verifier
 
     def load_tasks(self) -> list[Task]:
@@ -82,11 +100,20 @@ class LiveCodeBenchEnv(CodeEnv):
     def grade(self, task: Task, answer: str) -> tuple[float, dict[str, Any]]:
         problem: Problem = task.data["problem"]
         v = self.verifier.check(problem, extract_code(answer))
-        verdict = v.to_json()
+        verdict = self._finish(v.to_json(), problem)
+        if not v.passed:
+            verdict["reason"] = fail_reason(v)
+        return (1.0 if v.passed else 0.0), verdict
+
+    def refused(self, task: Task, reason: str) -> dict[str, Any]:
+        problem: Problem = task.data["problem"]
+        return {**self._finish(LCBVerdict(problem.question_id, []).to_json(), problem), "reason": reason}
+
+    def _finish(self, verdict: dict[str, Any], problem: Problem) -> dict[str, Any]:
         verdict["mode"] = self.mode
         if problem.public_only:
             verdict["note"] = PUBLIC_ONLY_NOTE
-        return (1.0 if v.passed else 0.0), verdict
+        return verdict
 
     def close(self) -> None:
         if self._verifier is not None:
