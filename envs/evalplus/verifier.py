@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from envs.evalplus.data import Dataset, expected_outputs, load_problems, output_not_none
 from envs.sandbox import ExecResult, Limits, Sandbox, SandboxConfig, make_sandbox
-from envs.sandbox.base import compose_program
+from envs.sandbox.base import compose_program, memory_note
 from envs.sandbox.guest import KEY_BYTES, open_result
 
 Mode = Literal["official", "strict"]
@@ -65,6 +65,8 @@ class Verdict:
     plus_details: list[bool] = field(default_factory=list)
     error: str | None = None
     """Set when the sandbox itself failed (the verdict is then a fail)."""
+    memory_note: str | None = None
+    """Set when ``memory_mb`` capped each process alone, not the run (no memory cgroup here)."""
 
     @property
     def base_passed(self) -> bool:
@@ -77,6 +79,8 @@ class Verdict:
         d.update({"pass": self.passed, "base_status": self.base_status, "plus_status": self.plus_status})
         if self.error:
             d["error"] = self.error
+        if self.memory_note:
+            d["memory"] = self.memory_note
         return d
 
 
@@ -192,7 +196,9 @@ class EvalPlusVerifier:
         stdin = _frame(pickle.dumps(job, protocol=4)) + phases + expected + _frame(key)
         limits = replace(LIMITS, timeout_s=budget + 15.0, cpu_s=int(budget) + 30)
         result = self.sandbox.run(_PROGRAM, stdin=stdin, limits=limits, grader=True)
-        return self._parse(task_id, result, key)
+        verdict = self._parse(task_id, result, key)
+        verdict.memory_note = memory_note(result)
+        return verdict
 
     def _parse(self, task_id: str, r: ExecResult, key: bytes) -> Verdict:
         try:

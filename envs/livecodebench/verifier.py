@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from envs.livecodebench.data import Problem
 from envs.sandbox import ExecResult, Limits, Sandbox, SandboxConfig, make_sandbox
-from envs.sandbox.base import compose_program
+from envs.sandbox.base import compose_program, memory_note
 from envs.sandbox.guest import KEY_BYTES, open_result
 
 Mode = Literal["official", "strict"]
@@ -71,6 +71,8 @@ class LCBVerdict:
     metadata: dict[str, Any] = field(default_factory=dict)
     global_timeout: bool = False
     error: str | None = None
+    memory_note: str | None = None
+    """Set when ``memory_mb`` capped each process alone, not the run (no memory cgroup here)."""
     """The sandbox itself failed (graded as a failure)."""
 
     @property
@@ -87,6 +89,8 @@ class LCBVerdict:
             d["global_timeout"] = True
         if self.error:
             d["error"] = self.error
+        if self.memory_note:
+            d["memory"] = self.memory_note
         return d
 
 
@@ -159,7 +163,9 @@ class LCBVerifier:
         budget = (self.timeout + 1) * n + 5
         limits = replace(LIMITS, timeout_s=budget + 15.0, cpu_s=budget + 30)
         result = self.sandbox.run(_PROGRAM, stdin=stdin, limits=limits, grader=True)
-        return self._parse(problem.question_id, result, key)
+        verdict = self._parse(problem.question_id, result, key)
+        verdict.memory_note = memory_note(result)
+        return verdict
 
     def _parse(self, qid: str, r: ExecResult, key: bytes) -> LCBVerdict:
         if r.timed_out:  # beyond the runner's own global limit: lcb_runner's global-timeout record

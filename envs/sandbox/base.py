@@ -98,6 +98,13 @@ class Sandbox(abc.ABC):
         self.close()
 
 
+def memory_note(result: ExecResult) -> str | None:
+    """What a verdict says when the run's memory was capped per process only (None when per run)."""
+    if result.memory_scope != "process":
+        return None
+    return "memory_mb capped each process, not the run (no memory cgroup): nproc bounds how many"
+
+
 def bad_file_name(files: Mapping[str, bytes | str] | None) -> str | None:
     """Why a file of ``files`` cannot be written into a work dir (None when all can): an absolute name,
     or one that climbs out of it."""

@@ -154,6 +154,7 @@ def fork_worker(target, *args) -> tuple[int, int, int]:
     pid = os.fork()
     if pid == 0:
         try:
+            os.setpgid(0, 0)  # its own group: kill_worker ends whatever it forks, too
             os.close(msg_r)
             os.close(go_w)
             if os.read(go_r, 1) == b"1":
@@ -172,10 +173,12 @@ def release(go_w: int) -> None:
 
 
 def kill_worker(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    """SIGKILL the worker and its process group (children that did not leave it), then reap it."""
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     try:
         os.waitpid(pid, 0)
     except ChildProcessError:

@@ -363,3 +363,18 @@ def test_memory_is_capped_per_run_not_per_process(request, backend):
     r = sb.run(program, limits=Limits(timeout_s=60, memory_mb=1024))
     assert r.memory_scope in ("cgroup v1", "cgroup v2", "docker"), r
     assert r.stdout.strip() != b"4", r  # 3.2 GB never fit in the run's 1 GiB
+
+
+def test_a_verdict_says_when_memory_was_capped_per_process_only():
+    if not has_data("evalplus"):
+        pytest.skip("EvalPlus data not found; set LOPD_DATA_DIR")
+    from envs.evalplus.verifier import EvalPlusVerifier
+    from envs.sandbox import SandboxConfig
+
+    problem_code = "def add(x, y):\n    return x + y\n"
+    with EvalPlusVerifier("humaneval", sandbox_config=SandboxConfig(isolation="none")) as unconfined:
+        verdict = unconfined.check("HumanEval/53", problem_code)
+    assert verdict.passed and "each process" in verdict.to_json()["memory"]
+    if os.geteuid() == 0:  # full isolation: the run's cgroup capped it, nothing to say
+        with EvalPlusVerifier("humaneval", sandbox_config=SandboxConfig(isolation="full")) as jailed:
+            assert "memory" not in jailed.check("HumanEval/53", problem_code).to_json()
