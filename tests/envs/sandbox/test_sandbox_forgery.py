@@ -378,3 +378,15 @@ def test_a_verdict_says_when_memory_was_capped_per_process_only():
     if os.geteuid() == 0:  # full isolation: the run's cgroup capped it, nothing to say
         with EvalPlusVerifier("humaneval", sandbox_config=SandboxConfig(isolation="full")) as jailed:
             assert "memory" not in jailed.check("HumanEval/53", problem_code).to_json()
+
+
+@pytest.mark.parametrize("backend", ["local", "docker"])
+def test_without_the_seccomp_filter_a_backend_refuses_to_start(monkeypatch, backend):
+    from envs.sandbox import SandboxConfig, SandboxUnavailable, make_sandbox, seccomp
+
+    def missing():
+        raise ImportError("No module named 'pyseccomp'")
+
+    monkeypatch.setattr(seccomp, "candidate_filter", missing)
+    with pytest.raises(SandboxUnavailable, match="seccomp filter .*pyseccomp"):
+        make_sandbox(SandboxConfig(backend=backend)).run("print(1)")
