@@ -19,7 +19,7 @@ main process: the check gets evaluate's memory headroom, not 4 GiB (see docs/SAN
 ``strict``: the same per-input limits and guard, but the model's code never holds the expected
 outputs. A worker sends each return value to this runner marshalled (exact built-in types only; any
 other object fails), and the runner compares them with evalplus's rules on plain values. The runner
-also keeps each input's time limit itself (:func:`input_deadline`), so code that switches off its own
+also keeps each input's time limit itself (:func:`strict_phase`), so code that switches off its own
 timer still fails an input it is too slow for.
 """
 
@@ -67,13 +67,13 @@ def preimport():
     import evalplus.eval.utils  # noqa: F401
 
 
-def input_deadline(time_limit, expected):
-    """Seconds the runner gives one input, from the worker's start message to its output."""
+def output_allowance(expected):
+    """Seconds more an input gets for marshalling and piping an output of ``expected``'s size back
+    (asked only once its limit + GRACE_S have passed: most outputs are small, and sizing one costs)."""
     try:
-        size = len(marshal.dumps(expected))
+        return len(marshal.dumps(expected)) / OUTPUT_BYTES_PER_S
     except ValueError:
-        size = 0
-    return time_limit + GRACE_S + size / OUTPUT_BYTES_PER_S
+        return 0.0
 
 
 def phase_limits(ref_time, min_time_limit, factor, fast_check=True):
@@ -102,8 +102,8 @@ def strict_worker(msg_fd, job, inputs, time_limits):
         except BaseException:
             send(msg_fd, "S")
             return
+        send(msg_fd, "B")  # the code is loaded: the runner's clock for the first input starts
         for i, inp in enumerate(inputs):
-            send(msg_fd, "B")  # the runner's clock for this input starts
             try:
                 with time_limit(time_limits[i]):
                     with swallow_io():
@@ -171,7 +171,7 @@ class _NotNone:
 
 def strict_phase(job, pid, msg_r, go_w, inputs, expected, time_limits, budget):
     reader = MsgReader(msg_r)
-    state = {"details": [], "stat": None, "counted": True, "atol": job["atol"], "due": None}
+    state = {"details": [], "stat": None, "counted": True, "atol": job["atol"], "due": None, "more": True}
     deadline = time.monotonic() + budget
     release(go_w)
     try:
@@ -180,9 +180,14 @@ def strict_phase(job, pid, msg_r, go_w, inputs, expected, time_limits, budget):
             try:
                 msg = reader.read(due - time.monotonic())
             except TimeoutError:
-                if due < deadline:  # an input ran past its limit (the worker's timer was off)
-                    state["details"].append(False)
-                    state["stat"] = FAIL
+                if due >= deadline:
+                    break
+                if state["more"]:  # the input's limit has passed: allow for its output's size once
+                    state["more"] = False
+                    state["due"] = due + output_allowance(expected[len(state["details"])])
+                    continue
+                state["details"].append(False)  # it ran past its limit: the worker's timer was off
+                state["stat"] = FAIL
                 break
             if msg is None:  # the worker died without finishing: evalplus's "unknown" state
                 break
@@ -198,6 +203,13 @@ def strict_phase(job, pid, msg_r, go_w, inputs, expected, time_limits, budget):
     return stat, details
 
 
+def _start_clock(state, time_limits, i):
+    """Input ``i`` starts now; it may take its limit + GRACE_S (+ its output's allowance, see
+    strict_phase). One clock per input without a message per input: the worker starts input i+1 as
+    soon as it has sent input i's output, so that message starts i+1's clock."""
+    state["due"], state["more"] = time.monotonic() + time_limits[i] + GRACE_S, True
+
+
 def _strict_message(job, state, msg, inputs, expected, time_limits):
     """Apply one worker message to the phase's ``state`` (details, stat, atol, the input's deadline)."""
     kind, payload = msg
@@ -208,10 +220,13 @@ def _strict_message(job, state, msg, inputs, expected, time_limits):
         state["stat"] = FAIL
     elif kind == "D":
         state["stat"] = PASS if i == len(inputs) else FAIL
-    elif kind == "B" and state["due"] is None and i < len(inputs):
-        state["due"] = time.monotonic() + input_deadline(time_limits[i], expected[i])
+    elif kind == "B" and state["due"] is None and i == 0:
+        if inputs:  # a phase without inputs (Mbpp/793's plus) passes on its "D"
+            _start_clock(state, time_limits, 0)
     elif kind in ("O", "U") and state["due"] is not None and i < len(inputs):
         state["due"] = None
+        if i + 1 < len(inputs):  # the worker goes on to the next input at once
+            _start_clock(state, time_limits, i + 1)
         out = _NotNone() if kind == "U" and job.get("output_not_none") else None
         if kind == "O":
             try:
