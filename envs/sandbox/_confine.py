@@ -172,8 +172,10 @@ class MemoryCgroups:
         finally:
             os.close(fd)
 
-    def create(self, run: str, memory_mb: int) -> None:
+    def create(self, run: str) -> None:
         os.mkdir(run, dir_fd=self.fd)
+
+    def limit(self, run: str, memory_mb: int) -> None:
         limit = str(int(memory_mb) << 20)
         if self.version == 2:
             self._write(run, "memory.max", limit)
@@ -186,8 +188,17 @@ class MemoryCgroups:
                 pass  # no swap accounting: nothing to swap to beyond the limit then
 
     def enter(self, run: str) -> None:
-        """Move the calling process (and so everything it forks later) into ``run``."""
+        """Move the calling process (and so everything it forks later) into ``run``. It costs several
+        ms of waiting in the kernel (cgroup v1), so monitors do it before their request comes."""
         self._write(run, "cgroup.procs", "0")
+
+    def leave(self) -> None:
+        """Move the calling process back to the cgroup it came from (then its run's can go)."""
+        fd = os.open("cgroup.procs", os.O_WRONLY, dir_fd=self.parent_fd)
+        try:
+            os.write(fd, b"0")
+        finally:
+            os.close(fd)
 
     def oom_killed(self, run: str) -> bool:
         name = "memory.events" if self.version == 2 else "memory.oom_control"

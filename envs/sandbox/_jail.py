@@ -29,6 +29,8 @@ from __future__ import annotations
 import base64
 import builtins
 import ctypes
+import hashlib  # noqa: F401 (imported once here for every grader's seal: guest.py)
+import hmac  # noqa: F401
 import json
 import os
 import resource
@@ -287,15 +289,15 @@ def _worker_main(req: dict, fds: dict, workdir: str, ids: tuple) -> None:
     os._exit(run_program(req["program"], workdir, bool(req.get("grader"))))
 
 
-def _init_main(req: dict, fds: dict, workdir: str, ids: tuple, cgroup: str | None) -> None:
+def _init_main(req: dict, fds: dict, workdir: str, ids: tuple) -> None:
     status = b"E"
     try:
-        if cgroup:  # before anything forks: the whole run counts against one memory limit
-            _STATE["cgroups"].enter(cgroup)
         os.setsid()  # a group the monitor can kill whole (the worker stays in it): see _kill_group
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if ids[0] is not None:  # full isolation
             mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("0")  # the monitor's -1000 is not for the run
         w = os.fork()
         if w == 0:
             _worker_main(req, fds, workdir, ids)
@@ -324,26 +326,18 @@ def _enter_run_namespaces(limits: dict) -> str:
     return "/tmp/work"
 
 
-def _run_cgroup(limits: dict, ids: tuple) -> str | None:
-    """This run's memory cgroup (named by its uids, unique while it runs), or None without cgroups."""
-    cgroups = _STATE.get("cgroups")
-    if cgroups is None or not limits.get("memory_mb") or ids[1] is None:
-        return None
-    name = f"r{ids[1]}"
-    cgroups.remove(name)  # a leftover of a crashed monitor
-    cgroups.create(name, int(limits["memory_mb"]))
-    return name
-
-
-def execute(conn: socket.socket, req: dict, mode: str, ids: tuple, tmp_dir: str) -> dict:
-    """Run one request (its stdin still unread on ``conn``); return the reply dict."""
+def execute(conn: socket.socket, req: dict, mode: str, ids: tuple, tmp_dir: str, cgroup: str | None
+            ) -> dict:
+    """Run one request (its stdin still unread on ``conn``) in the memory cgroup this monitor is in
+    (None: none); return the reply dict."""
     full = mode == "full"
     ids = ids if full else (None, None)
     if full:
         workdir = _enter_run_namespaces(req["limits"])
     else:
         workdir = tempfile.mkdtemp(prefix="lopd-run-", dir=tmp_dir)
-    cgroup = _run_cgroup(req["limits"], ids)
+    if cgroup and req["limits"].get("memory_mb"):
+        _STATE["cgroups"].limit(cgroup, int(req["limits"]["memory_mb"]))
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -357,7 +351,7 @@ def execute(conn: socket.socket, req: dict, mode: str, ids: tuple, tmp_dir: str)
             for fd in (in_w, out_r, err_r, st_r):
                 os.close(fd)
             conn.close()
-            _init_main(req, fds, workdir, ids, cgroup)
+            _init_main(req, fds, workdir, ids)
         for fd in (in_r, out_w, err_w, st_w):
             os.close(fd)
         reply = Relay(conn, req, pid, in_w, out_r, err_r, t0).run()
@@ -370,10 +364,10 @@ def execute(conn: socket.socket, req: dict, mode: str, ids: tuple, tmp_dir: str)
                 pass
         if not full:
             shutil.rmtree(workdir, ignore_errors=True)
-    reply.update(isolation=mode, memory_scope=_STATE["cgroups"].kind if cgroup else "process")
-    if cgroup:
+    limited = bool(cgroup and req["limits"].get("memory_mb"))
+    reply.update(isolation=mode, memory_scope=_STATE["cgroups"].kind if limited else "process")
+    if limited:
         reply["oom_killed"] = _STATE["cgroups"].oom_killed(cgroup)
-        _STATE["cgroups"].remove(cgroup)
     _apply_status(reply, status)
     return reply
 
@@ -392,14 +386,29 @@ def _apply_status(reply: dict, status: bytes) -> None:
 
 
 # ---- the zygote ----------------------------------------------------------------------------------
-_STATE: dict = {"bpf": b"", "cgroups": None}
-"""The zygote's: the candidates' seccomp filter, and the per-run memory cgroups (None without them)."""
+_STATE: dict = {"bpf": b"", "cgroups": None, "proc_fd": None}
+"""The zygote's: the candidates' seccomp filter, the per-run memory cgroups (None without them), and
+the host's /proc, opened before the jail hid it (None without it)."""
 
 
-def _serve(conn: socket.socket, mode: str, ids: tuple, tmp_dir: str) -> None:
+def _write_proc(path: str, value: str) -> None:
+    """Write ``value`` to ``path`` under the host's /proc, if the zygote kept it open."""
+    if _STATE["proc_fd"] is None:
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY, dir_fd=_STATE["proc_fd"])
+        try:
+            os.write(fd, value.encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+def _serve(conn: socket.socket, mode: str, ids: tuple, tmp_dir: str, cgroup: str | None) -> None:
     try:
         req = json.loads(recv_frame(conn, 64 << 20))
-        reply = execute(conn, req, mode, ids, tmp_dir)
+        reply = execute(conn, req, mode, ids, tmp_dir, cgroup)
     except BaseException as e:
         reply = {
             "error": f"{type(e).__name__}: {e}",
@@ -444,6 +453,7 @@ def _confine_zygote(cfg: dict) -> tuple[str, str | None]:
         else:
             try:
                 _STATE["cgroups"] = _open_cgroups()
+                _STATE["proc_fd"] = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY)
                 build_jail(cfg.get("ro_paths", []), cfg["tmp_dir"])
                 mode = "full"
             except OSError as e:
@@ -475,37 +485,84 @@ def zygote_main(cfg_json: str) -> None:
             _STATE["cgroups"].close()
 
 
+SPARES = 2
+"""Monitors kept forked ahead of requests, each already in its run's memory cgroup: joining one costs
+the kernel several ms (cgroup v1), which would otherwise delay every run."""
+
+
+def _spare_monitor(lsock: socket.socket, taken_w: int, mode: str, ids: tuple, tmp_dir: str) -> None:
+    """A forked monitor: join a fresh memory cgroup, then take the next connection and serve it."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.close(0)
+    cgroups, cgroup = _STATE["cgroups"], None
+    if cgroups is not None and ids[1] is not None:
+        try:
+            cgroup = f"r{ids[1]}"
+            cgroups.remove(cgroup)  # a leftover of a crashed monitor
+            cgroups.create(cgroup)
+            cgroups.enter(cgroup)
+        except OSError:
+            cgroup = None
+        else:  # the run's processes go first when it overdraws, never its reporter (init resets it)
+            _write_proc(f"{os.getpid()}/oom_score_adj", "-1000")
+    while True:
+        try:
+            conn, _ = lsock.accept()
+            break
+        except InterruptedError:
+            continue
+    os.write(taken_w, os.getpid().to_bytes(4, "big"))
+    lsock.close()
+    _serve(conn, mode, ids, tmp_dir, cgroup)
+    if cgroup:  # after the reply: its cost delays nobody
+        cgroups.leave()
+        cgroups.remove(cgroup)
+
+
 def _accept_loop(lsock: socket.socket, mode: str, cfg: dict) -> None:
-    """Fork a monitor per connection until the host closes our stdin. Each run gets a pair of
-    throw-away uids: the supervisor's (its grader) and the candidate's."""
+    """Keep SPARES monitors waiting for connections until the host closes our stdin. Each run gets a
+    pair of throw-away uids: the supervisor's (its grader) and the candidate's."""
     pairs = int(cfg["uid_count"]) // 2
     n = int.from_bytes(os.urandom(4), "big") % pairs  # two zygotes rarely hand out the same uids at once
-    sel = selectors.DefaultSelector()
-    sel.register(lsock, selectors.EVENT_READ, "listen")
-    sel.register(0, selectors.EVENT_READ, "host")
-    while True:
-        for key, _ in sel.select():
-            if key.data == "host":  # the host closed our stdin: it is gone or closing us
-                if not os.read(0, 4096):
-                    return
-                continue
+    taken_r, taken_w = os.pipe()
+    waiting: set[int] = set()
+
+    def spawn() -> None:
+        nonlocal n
+        supervisor = int(cfg["uid_base"]) + 2 * (n % pairs)
+        n += 1
+        pid = os.fork()
+        if pid == 0:
             try:
-                conn, _ = lsock.accept()
-            except OSError:
-                continue
-            supervisor = int(cfg["uid_base"]) + 2 * (n % pairs)
-            n += 1
-            if os.fork() == 0:
-                try:
-                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-                    sel.close()
-                    lsock.close()
-                    os.close(0)
-                    _serve(conn, mode, (supervisor, supervisor + 1), cfg["tmp_dir"])
-                finally:
-                    os._exit(0)
-            conn.close()
+                os.close(taken_r)
+                _spare_monitor(lsock, taken_w, mode, (supervisor, supervisor + 1), cfg["tmp_dir"])
+            finally:
+                os._exit(0)
+        waiting.add(pid)
+
+    for _ in range(SPARES):
+        spawn()
+    sel = selectors.DefaultSelector()
+    sel.register(taken_r, selectors.EVENT_READ, "taken")
+    sel.register(0, selectors.EVENT_READ, "host")
+    try:
+        while True:
+            for key, _ in sel.select():
+                if key.data == "host":  # the host closed our stdin: it is gone or closing us
+                    if not os.read(0, 4096):
+                        return
+                    continue
+                data = os.read(taken_r, 4 * SPARES)
+                for i in range(0, len(data) - 3, 4):
+                    waiting.discard(int.from_bytes(data[i : i + 4], "big"))
+                    spawn()
+    finally:
+        for pid in waiting:  # their cgroups can go once they are
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 # ---- inside a docker container ---------------------------------------------------------------

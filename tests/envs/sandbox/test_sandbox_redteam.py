@@ -66,12 +66,14 @@ def _parent(pid: int) -> int:
 
 
 def _leftovers(zygote: int) -> list[tuple[int, str]]:
-    """Our zygote's descendants (its monitors exit after each reply, so none should remain), and any
-    process under a throw-away uid that is not inside some lopd sandbox at all (an escape)."""
+    """What our zygote's monitors still hold (a monitor exits after its reply; the spare monitors
+    waiting for the next request hold nothing), and any process under a throw-away uid that is not
+    inside some lopd sandbox at all (an escape)."""
     import psutil
 
     try:
-        mine = [p.pid for p in psutil.Process(zygote).children(recursive=True)]
+        monitors = psutil.Process(zygote).children()
+        mine = [p.pid for m in monitors for p in m.children(recursive=True)]
     except psutil.Error:
         mine = []
     escaped = []
