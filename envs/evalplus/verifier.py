@@ -117,7 +117,7 @@ class EvalPlusVerifier:
         self.problems = load_problems(dataset)
         self._own_sandbox = sandbox is None
         self.sandbox = sandbox or make_sandbox(
-            replace(sandbox_config or SandboxConfig(), limits=LIMITS), preload=PRELOAD
+            replace(sandbox_config or SandboxConfig(), limits=LIMITS), preload=PRELOAD, programs=(_PROGRAM,)
         )
         self.min_time_limit = DEFAULT_MIN_TIME_LIMIT if min_time_limit is None else min_time_limit
         self.factor = DEFAULT_GT_TIME_LIMIT_FACTOR if gt_time_limit_factor is None else gt_time_limit_factor

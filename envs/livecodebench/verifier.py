@@ -122,7 +122,7 @@ class LCBVerifier:
         self.mode, self.timeout = mode, int(timeout)
         self._own_sandbox = sandbox is None
         self.sandbox = sandbox or make_sandbox(
-            replace(sandbox_config or SandboxConfig(), limits=LIMITS), preload=PRELOAD
+            replace(sandbox_config or SandboxConfig(), limits=LIMITS), preload=PRELOAD, programs=(_PROGRAM,)
         )
 
     def close(self) -> None:

@@ -61,10 +61,17 @@ class Sandbox(abc.ABC):
 
     name = "abstract"
 
-    def __init__(self, config: SandboxConfig | None = None, preload: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        config: SandboxConfig | None = None,
+        preload: tuple[str, ...] = (),
+        programs: tuple[str, ...] = (),
+    ):
         self.config = config or SandboxConfig()
         self.preload = tuple(preload)
         """Trusted modules a backend may import ahead of the program (only a speed hint)."""
+        self.programs = tuple(programs)
+        """Trusted programs (graders) a backend may compile once ahead (only a speed hint)."""
 
     @abc.abstractmethod
     def run(
@@ -117,18 +124,21 @@ def bad_file_name(files: Mapping[str, bytes | str] | None) -> str | None:
     return None
 
 
-def make_sandbox(config: SandboxConfig | None = None, preload: tuple[str, ...] = ()) -> Sandbox:
-    """The backend ``config.backend`` names. ``preload`` lists trusted modules worth importing once
-    (the local backend imports them in its fork server)."""
+def make_sandbox(
+    config: SandboxConfig | None = None, preload: tuple[str, ...] = (), programs: tuple[str, ...] = ()
+) -> Sandbox:
+    """The backend ``config.backend`` names. ``preload`` lists trusted modules worth importing once,
+    ``programs`` trusted programs worth compiling once (the local backend does both in its fork
+    server)."""
     config = config or SandboxConfig()
     if config.backend == "local":
         from envs.sandbox.local import LocalSandbox
 
-        return LocalSandbox(config, preload=preload)
+        return LocalSandbox(config, preload=preload, programs=programs)
     if config.backend == "docker":
         from envs.sandbox.docker_backend import DockerSandbox
 
-        return DockerSandbox(config, preload=preload)
+        return DockerSandbox(config, preload=preload, programs=programs)
     raise ValueError(f"unknown sandbox backend {config.backend!r}; use 'local' or 'docker'")
 
 

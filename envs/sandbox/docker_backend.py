@@ -91,8 +91,13 @@ class DockerSandbox(Sandbox):
 
     name = "docker"
 
-    def __init__(self, config: SandboxConfig | None = None, preload: tuple[str, ...] = ()):
-        super().__init__(config, preload)
+    def __init__(
+        self,
+        config: SandboxConfig | None = None,
+        preload: tuple[str, ...] = (),
+        programs: tuple[str, ...] = (),
+    ):
+        super().__init__(config, preload, programs)
         reason = seccomp.unavailable_reason()
         if reason:  # never run candidates without their filter
             raise SandboxUnavailable(f"docker sandbox: {reason}")

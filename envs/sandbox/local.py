@@ -58,8 +58,13 @@ class LocalSandbox(Sandbox):
 
     name = "local"
 
-    def __init__(self, config: SandboxConfig | None = None, preload: tuple[str, ...] = ()):
-        super().__init__(config, preload)
+    def __init__(
+        self,
+        config: SandboxConfig | None = None,
+        preload: tuple[str, ...] = (),
+        programs: tuple[str, ...] = (),
+    ):
+        super().__init__(config, preload, programs)
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._dir: str | None = None
@@ -82,6 +87,7 @@ class LocalSandbox(Sandbox):
             "listen_fd": lsock.fileno(),
             "isolation": self.config.isolation,
             "preload": list(self.preload),
+            "programs": list(self.programs),
             "ro_paths": python_ro_paths() + list(self.config.extra_ro_paths),
             "uid_base": self.config.uid_base,
             "uid_count": self.config.uid_count,
