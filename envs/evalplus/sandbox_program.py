@@ -225,27 +225,34 @@ def _strict_message(job, state, msg, inputs, expected, time_limits):
             _start_clock(state, time_limits, 0)
     elif kind in ("O", "U") and state["due"] is not None and i < len(inputs):
         state["due"] = None
-        if i + 1 < len(inputs):  # the worker goes on to the next input at once
-            _start_clock(state, time_limits, i + 1)
-        out = _NotNone() if kind == "U" and job.get("output_not_none") else None
-        if kind == "O":
-            try:
-                out = marshal.loads(payload)
-            except Exception:
-                state["stat"] = FAIL
-                return
-        elif out is None:  # strict: an object that is not plain data fails
-            details.append(False)
+        _grade_output(job, state, kind, payload, inputs, expected)
+        if state["stat"] is None and i + 1 < len(inputs):  # the worker went on to the next input at once;
+            _start_clock(state, time_limits, i + 1)  # its clock starts once this runner is done here
+    else:  # out of order or unknown: only a tampered worker sends it
+        state["stat"] = FAIL
+
+
+def _grade_output(job, state, kind, payload, inputs, expected):
+    """Compare the worker's output for the next input with the expected one (evalplus's rules)."""
+    details = state["details"]
+    i = len(details)
+    out = _NotNone() if kind == "U" and job.get("output_not_none") else None
+    if kind == "O":
+        try:
+            out = marshal.loads(payload)
+        except Exception:
             state["stat"] = FAIL
             return
-        ok, state["atol"], counted = compare(
-            job["dataset"], job["entry_point"], out, expected[i], inputs[i], state["atol"]
-        )
-        state["counted"] = state["counted"] and counted
-        details.append(bool(ok))
-        if not ok:
-            state["stat"] = FAIL
-    else:  # out of order or unknown: only a tampered worker sends it
+    elif out is None:  # strict: an object that is not plain data fails
+        details.append(False)
+        state["stat"] = FAIL
+        return
+    ok, state["atol"], counted = compare(
+        job["dataset"], job["entry_point"], out, expected[i], inputs[i], state["atol"]
+    )
+    state["counted"] = state["counted"] and counted
+    details.append(bool(ok))
+    if not ok:
         state["stat"] = FAIL
 
 
