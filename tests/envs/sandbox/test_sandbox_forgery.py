@@ -222,11 +222,13 @@ def test_a_timer_switched_off_still_fails_the_slow_input_evalplus(humaneval):
     assert reward == 0.0 and verdict["base_status"] == "fail", verdict
 
 
+@pytest.mark.slow  # it waits out lcb's 6 s limit
 def test_a_timer_switched_off_still_fails_the_slow_test_livecodebench(lcb):
     reward, verdict = step(lcb, "own_sum", TIMER_OFF + "time.sleep(7)\n" + SUM_OK)  # lcb's limit: 6 s
     assert reward == 0.0 and verdict["results"] == [-3], verdict
 
 
+@pytest.mark.slow  # it waits out lcb's 6 s limit
 def test_honest_code_keeps_the_graders_own_time_limit_verdict(lcb):
     reward, verdict = step(lcb, "own_sum", "import time\ntime.sleep(7)\n" + SUM_OK)
     assert reward == 0.0 and verdict["results"] == [-3], verdict
@@ -274,6 +276,7 @@ CONNECT = (
 )
 
 
+@pytest.mark.slow  # two overlapping 15 s runs
 def test_overlapping_runs_cannot_talk_over_abstract_sockets(lcb):
     """Two answers graded at once in one sandbox (``lopd score``'s check_many): one listens on an
     abstract unix socket, the other answers right only if it can connect to it."""
@@ -288,6 +291,7 @@ def test_overlapping_runs_cannot_talk_over_abstract_sockets(lcb):
     assert listening.passed and answered.results == [-2], (listening, answered)
 
 
+@pytest.mark.slow  # a 5 s listener
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_runs_at_the_same_time_have_their_own_network(request, backend):
     sb = _backend_or_skip(request, backend)
@@ -350,6 +354,7 @@ def test_the_local_mount_table_is_the_jails_alone(local_sandbox):
     assert points <= {"/", "/usr", "/etc", "/tmp", "/proc"} | python | devices, points
 
 
+@pytest.mark.slow  # 3.2 GB of memory touched
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_memory_is_capped_per_run_not_per_process(request, backend):
     sb = _backend_or_skip(request, backend)
