@@ -105,8 +105,6 @@ class DockerSandbox(Sandbox):
         check_image(self.client, self.config.docker_image)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._pool: queue.Queue = queue.Queue()
-        self._live: set[str] = set()
-        self._lock = threading.Lock()
         self._labels = {  # reap_stale_containers reads the owner labels
             "lopd.sandbox": "1",
             "lopd.sandbox.owner": self.owner,
@@ -169,8 +167,6 @@ class DockerSandbox(Sandbox):
             host_config=host_config,
             labels=self._labels,
         )["Id"]
-        with self._lock:
-            self._live.add(cid)
         try:  # attach before start so no output is missed; stdin closes when we half-close the socket
             sock = api.attach_socket(cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
             api.start(cid)
@@ -205,13 +201,13 @@ class DockerSandbox(Sandbox):
         return self._create(limits)
 
     def _discard(self, cid: str) -> None:
+        api = self.client.api
+
         def remove():
             try:
-                self.client.api.remove_container(cid, force=True)
+                api.remove_container(cid, force=True)
             except Exception:
-                pass
-            with self._lock:
-                self._live.discard(cid)
+                pass  # gone already; close() and the reaper remove what is left by label
 
         threading.Thread(target=remove, daemon=True).start()
 
