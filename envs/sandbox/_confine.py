@@ -37,6 +37,15 @@ def _read(path: str) -> str:
         return f.read()
 
 
+def write_at(dir_fd: int, path: str, value: str) -> None:
+    """Write ``value`` to ``path`` relative to the directory ``dir_fd`` (one that the jail may hide)."""
+    fd = os.open(path, os.O_WRONLY, dir_fd=dir_fd)
+    try:
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
+
+
 def _ok(ret: int, what: str) -> None:
     if ret != 0:
         err = ctypes.get_errno()
@@ -166,11 +175,7 @@ class MemoryCgroups:
         return f"cgroup v{self.version}"
 
     def _write(self, run: str, name: str, value: str) -> None:
-        fd = os.open(f"{run}/{name}", os.O_WRONLY, dir_fd=self.fd)
-        try:
-            os.write(fd, value.encode())
-        finally:
-            os.close(fd)
+        write_at(self.fd, f"{run}/{name}", value)
 
     def create(self, run: str) -> None:
         os.mkdir(run, dir_fd=self.fd)
@@ -194,11 +199,7 @@ class MemoryCgroups:
 
     def leave(self) -> None:
         """Move the calling process back to the cgroup it came from (then its run's can go)."""
-        fd = os.open("cgroup.procs", os.O_WRONLY, dir_fd=self.parent_fd)
-        try:
-            os.write(fd, b"0")
-        finally:
-            os.close(fd)
+        write_at(self.parent_fd, "cgroup.procs", "0")
 
     def oom_killed(self, run: str) -> bool:
         name = "memory.events" if self.version == 2 else "memory.oom_control"

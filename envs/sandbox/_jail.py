@@ -47,7 +47,7 @@ import types
 
 # Never imported as a module: the zygote runs _confine.py's, _relay.py's and this source as one module
 # (the docker boot program _confine.py's and this one's), which gives it MemoryCgroups, _libc, _ok,
-# become_candidate, become_supervisor, prctl, syscall_nr (_confine) and CHUNK, Relay, read_all,
+# become_candidate, become_supervisor, prctl, syscall_nr, write_at (_confine) and CHUNK, Relay, read_all,
 # fcntl_setpipe (_relay).
 
 CLONE_NEWNS = 0x00020000
@@ -219,7 +219,7 @@ def run_program(program: str, workdir: str, grader: bool = False) -> int:
         sys.path.insert(0, workdir)
     rc = 0
     try:
-        code = _STATE.get("compiled", {}).get(hashlib.sha256(program.encode()).hexdigest())
+        code = _STATE["compiled"].get(hashlib.sha256(program.encode()).hexdigest())
         code = code or compile(program, "<sandbox>", "exec")
         exec(code, {"__name__": "__main__", "__builtins__": builtins, "__file__": sys.argv[0]})
     except SystemExit as e:
@@ -327,8 +327,9 @@ def _enter_run_namespaces(limits: dict) -> str:
     return "/tmp/work"
 
 
-def execute(conn: socket.socket, req: dict, mode: str, ids: tuple, tmp_dir: str, cgroup: str | None
-            ) -> dict:
+def execute(
+    conn: socket.socket, req: dict, mode: str, ids: tuple, tmp_dir: str, cgroup: str | None
+) -> dict:
     """Run one request (its stdin still unread on ``conn``) in the memory cgroup this monitor is in
     (None: none); return the reply dict."""
     full = mode == "full"
@@ -387,7 +388,7 @@ def _apply_status(reply: dict, status: bytes) -> None:
 
 
 # ---- the zygote ----------------------------------------------------------------------------------
-_STATE: dict = {"bpf": b"", "cgroups": None, "proc_fd": None}
+_STATE: dict = {"bpf": b"", "cgroups": None, "proc_fd": None, "compiled": {}}
 """The zygote's: the candidates' seccomp filter, the per-run memory cgroups (None without them), and
 the host's /proc, opened before the jail hid it (None without it)."""
 
@@ -397,11 +398,7 @@ def _write_proc(path: str, value: str) -> None:
     if _STATE["proc_fd"] is None:
         return
     try:
-        fd = os.open(path, os.O_WRONLY, dir_fd=_STATE["proc_fd"])
-        try:
-            os.write(fd, value.encode())
-        finally:
-            os.close(fd)
+        write_at(_STATE["proc_fd"], path, value)
     except OSError:
         pass
 
