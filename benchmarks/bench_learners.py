@@ -72,8 +72,8 @@ def run_one(learner: str, args: argparse.Namespace) -> dict:
 
     from harness.config import load_config
     from harness.learners.common import Timer
-    from harness.train_config import TrainConfig
-    from harness.trainer import Trainer
+    from harness.training.train_config import TrainConfig
+    from harness.training.trainer import Trainer
 
     torch.set_num_threads(args.threads)
     Timer.with_cpu = True

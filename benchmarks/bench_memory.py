@@ -107,8 +107,8 @@ def build(args: argparse.Namespace):
 
     from harness.config import load_config
     from harness.learners.common import Timer
-    from harness.train_config import TrainConfig
-    from harness.trainer import Trainer
+    from harness.training.train_config import TrainConfig
+    from harness.training.trainer import Trainer
 
     torch.set_num_threads(args.threads)
     Timer.with_cpu = True

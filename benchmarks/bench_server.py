@@ -13,7 +13,7 @@ hits both alike. Medians over repeats, and medians of the ratios of back-to-back
   (the episodes' generated tokens / wall seconds), wall seconds, and tokens per CPU second of every
   process involved (this one, plus the server's process tree when this script launched it).
 * ``grpo_step``: one whole GRPO step (``harness/configs/grpo.yaml``, ``--rollouts-per-step`` episodes,
-  groups of 4) through :class:`harness.trainer.Trainer` with ``engine.kind=hf`` and with
+  groups of 4) through :class:`harness.training.trainer.Trainer` with ``engine.kind=hf`` and with
   ``engine.kind=vllm`` attached to the same server (``engine.urls``): ``time/step``, ``time/rollout``,
   ``time/update`` from the step's metrics, and the weight sync after the update (the wall time of
   ``Trainer._refresh_engine``, measured by a subclass here: writing ``sync/step-1``, the server's
@@ -58,9 +58,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.engines import HFEngine, SamplingParams  # noqa: E402
 from harness.engines.server import EngineConfig, ServerPool, open_servers, write_sync_checkpoint  # noqa: E402
-from harness.pinned_base import PINNED_DIR  # noqa: E402
+from harness.models.pinned import PINNED_DIR  # noqa: E402
 from harness.rollout import RolloutConfig, rollout, rollout_in_flight  # noqa: E402
-from harness.trainer import Trainer  # noqa: E402
+from harness.training.trainer import Trainer  # noqa: E402
 
 SIDES = ("hf", "vllm")
 
@@ -75,9 +75,9 @@ def load(args) -> tuple[Any, Any]:
 
 def env_kwargs(model_dir: Path) -> dict[str, Any]:
     """The micro world the base was built for (its ``base_info.json``; the default world otherwise)."""
-    from harness.base_model import BaseModelConfig
+    from harness.basemodel.config import BaseModelConfig
     from harness.config import from_dict
-    from harness.demo import env_kwargs as demo_env_kwargs
+    from harness.basemodel.config import env_kwargs as demo_env_kwargs
 
     info_path = model_dir / "base_info.json"
     info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.is_file() else {}
@@ -229,8 +229,8 @@ class GRPOStepCase:
 
     def run(self, side: str, repeat: int) -> dict[str, float]:
         from harness.config import load_config
-        from harness.train_config import TrainConfig
-        from harness.trainer import example_config
+        from harness.training.train_config import TrainConfig
+        from harness.training.trainer import example_config
 
         cfg = load_config(TrainConfig, example_config("grpo"), self.overrides(side, repeat))
         trainer = TimedTrainer(cfg)

@@ -126,7 +126,7 @@ if sys.argv[1] == "naive":
     rows = [episode_stats(json.loads(e.to_json())) for e in eps]
 else:
     from harness.stats import collect, table_rows
-    from harness.stats_parallel import default_workers
+    from harness.stats.parallel import default_workers
     workers = 1 if sys.argv[1] == "serial" else default_workers([sys.argv[2]])
     rows = table_rows(collect([sys.argv[2]], by="run", workers=workers))
 wall = time.perf_counter() - t

@@ -62,8 +62,8 @@ def run_ours(args: argparse.Namespace) -> dict:
 
     from harness.config import load_config
     from harness.engines.base import SamplingParams
-    from harness.train_config import TrainConfig
-    from harness.trainer import Trainer
+    from harness.training.train_config import TrainConfig
+    from harness.training.trainer import Trainer
 
     torch.set_num_threads(args.threads)
     n_tasks = args.batch // args.group

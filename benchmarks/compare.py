@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/compare.py --protocol benchmarks/protocols/equal_data.yaml --dry-run
     .venv/bin/python benchmarks/compare.py ... --stage tune        # only the validation sweep
 
-Stages (``--stage all`` runs them in order; :mod:`harness.comparison` documents the protocol):
+Stages (``--stage all`` runs them in order; :mod:`harness.experiments.comparison` documents the protocol):
 
 1. ``tune``: every learner's sweep configurations (the same number each) at the full budget on the
    validation tasks; each learner's best validation AUC is chosen (``OUT/tuning.json``, ``tuning.md``,
@@ -32,9 +32,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from harness.comparison import LEARNERS, load_protocol, run_test, stage_config, tune, tune_specs  # noqa: E402
+from harness.experiments.comparison import LEARNERS, load_protocol, run_test, stage_config, tune, tune_specs  # noqa: E402
 from benchmarks.probe_teacher import teacher_advantage  # noqa: E402
-from harness.comparison_report import (  # noqa: E402
+from harness.experiments.comparison_report import (  # noqa: E402
     analyse, composer_lines, composer_trace, markdown, plot_all, plot_composer, plot_tuning, resolved, tuning_markdown)
 
 
@@ -82,7 +82,7 @@ def every_stage(args: argparse.Namespace) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--protocol", default=str(ROOT / "benchmarks" / "protocols" / "equal_data.yaml"),
-                    help="protocol YAML (harness.comparison.Protocol)")
+                    help="protocol YAML (harness.experiments.comparison.Protocol)")
     ap.add_argument("--out", default="runs/compare", help="output directory")
     ap.add_argument("--stage", choices=["all", "tune", "test", "report"], default="all",
                     help="report: train nothing, analyse the finished test runs (a partial report names the rest)")

@@ -25,10 +25,10 @@ import torch
 from envs.micro.domains.base import FIRST_NAMES, LAST_NAMES
 from envs.micro.expert import run_solver
 from envs.micro.world import all_vocab
-from harness.base_corpus import name_pool, rename_entities
-from harness.base_model import make_env
-from harness.demo import load_base_dir
-from harness.pretrain import encode_conversation
+from harness.basemodel.corpus import name_pool, rename_entities
+from harness.basemodel.config import make_env
+from harness.basemodel.build import load_base_dir
+from harness.basemodel.pretrain import encode_conversation
 
 
 def whole_words() -> set[str]:

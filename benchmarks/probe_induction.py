@@ -1,5 +1,5 @@
 """Probe: how fast the tiny Qwen3 learns to copy a span of random tokens (induction), with
-``harness.pretrain.pretrain``. See docs/MICRO.md, "Building the micro-world base".
+``harness.basemodel.pretrain.pretrain``. See docs/MICRO.md, "Building the micro-world base".
 
     python benchmarks/probe_induction.py --pool 100 --epochs 4                 # variable offset
     python benchmarks/probe_induction.py --pool 100 --epochs 2 --fixed         # fixed offset
@@ -19,7 +19,7 @@ import torch
 from transformers import Qwen3ForCausalLM
 
 from harness.models import build_tokenizer, tiny_config
-from harness.pretrain import Example, PretrainConfig, evaluate_loss, pretrain
+from harness.basemodel.pretrain import Example, PretrainConfig, evaluate_loss, pretrain
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """Data parallelism for the trainer: process group set-up, collectives, gradient sync, sharding.
 
-One process per rank (``torchrun --nproc_per_node N -m harness.trainer CONFIG.yaml``). Every rank
+One process per rank (``torchrun --nproc_per_node N -m harness.training.trainer CONFIG.yaml``). Every rank
 holds the same student (replicated, or sharded with FSDP2), plays its share of the step's
 rollouts, and computes its part of the loss normalised by GLOBAL counts (tokens, rollouts), so
 summing gradients over ranks gives the gradient of the whole batch:

@@ -1,7 +1,7 @@
 """Training metrics: one JSON object per line, optionally mirrored to TensorBoard.
 
 Every record carries ``step`` and ``generations`` (episodes played so far), which is what the
-learning-curve plot (:func:`harness.plots.plot_learning_curves`) reads, e.g.::
+learning-curve plot (:func:`harness.stats.plots.plot_learning_curves`) reads, e.g.::
 
     {"step": 10, "generations": 320, "eval/reward": 0.41, "eval/pass_rate": 0.2, ...}
 

@@ -10,7 +10,7 @@ config as ``lopd train`` (``lopd.coldstart.*``, ``lopd.composer.*``, ``bank.*``)
     lopd train harness/configs/lopd.yaml        # its lopd.composer_init is runs/lopd/composer_coldstart.pt
 
 The output file holds the composer's trainable weights, which are also the anchor c_phi0. The run
-itself is :func:`harness.coldstart_run.run_coldstart`. On the micro world ``lopd prepare`` makes the
+itself is :func:`harness.training.coldstart.run_coldstart`. On the micro world ``lopd prepare`` makes the
 traces and the bank as well, then runs this.
 """
 
@@ -30,10 +30,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.coldstart_run import run_coldstart
+    from harness.training.coldstart import run_coldstart
     from harness.config import config_and_overrides, load_config
-    from harness.train_config import TrainConfig
+    from harness.training.train_config import TrainConfig
 
     path, overrides = config_and_overrides(args.config, args.overrides)
-    run_coldstart(load_config(TrainConfig, path, overrides), args.traces, args.out)
+    out = run_coldstart(load_config(TrainConfig, path, overrides), args.traces, args.out)
+    print(f"wrote {out}; train with lopd.composer_init={out}")
     return 0

@@ -33,8 +33,8 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from harness.config import load_config
-    from harness.demo import DemoConfig, RunSpec, run_pipeline
-    from harness.demo_report import format_report, live_caveat, plot_curves, shipped_summary
+    from harness.experiments.demo import DemoConfig, RunSpec, run_pipeline
+    from harness.experiments.demo_report import format_report, live_caveat, plot_curves, shipped_summary
 
     ov = list(args.overrides)
     if args.out:

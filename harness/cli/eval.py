@@ -90,7 +90,7 @@ def _engine(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.evaluate import EvalRunConfig, format_summary, resolve_env_id, run_eval
+    from harness.evaluation.evaluate import EvalRunConfig, format_summary, resolve_env_id, run_eval
 
     env_ids = [e.strip() for group in args.env for e in group.split(",") if e.strip()]
     if not env_ids:

@@ -25,7 +25,7 @@ def export_student(run: str, out: str, *, force: bool = False) -> str:
     """Copy the student of ``run``'s newest checkpoint (or of checkpoint ``run``) into ``out``."""
     from pathlib import Path
 
-    from harness.checkpoint import latest_checkpoint
+    from harness.training.checkpoint import latest_checkpoint
     from harness.models import load_model, save_pretrained
 
     ck = latest_checkpoint(run)

@@ -4,7 +4,7 @@ the micro world needs before ``lopd train``, and write it where the config point
     lopd prepare harness/configs/lopd.yaml      # writes runs/bank and runs/lopd/composer_coldstart.pt
     lopd train harness/configs/lopd.yaml
 
-The stages are the demo's (:mod:`harness.demo`), cached under ``$LOPD_CACHE_DIR/demo`` and shared with
+The stages are :mod:`harness.prepare.stages` (the demo runs the same), cached under ``$LOPD_CACHE_DIR/demo`` and shared with
 ``lopd demo`` when the settings agree:
 
 1. the base: the config's ``model.path``, a built micro base (``micro:pinned``: the pinned one);
@@ -24,9 +24,7 @@ the end sets it. A file or folder already there is kept when it is the same, and
 from __future__ import annotations
 
 import argparse
-import contextlib
 import filecmp
-import io
 import json
 import os
 import shlex
@@ -53,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def check_prepared(cfg: Any, prepare: str) -> None:
     """Raise, naming the command ``prepare``, when the run of ``cfg`` lacks its bank or composer."""
-    from harness.learners.lopd import check_composer_init
+    from harness.learners.lopd_composer import check_composer_init
     from harness.learners.privileged import run_inputs
 
     bank, composer = run_inputs(cfg)
@@ -64,25 +62,26 @@ def check_prepared(cfg: Any, prepare: str) -> None:
                                 "(builds the bank and, for LOPD, the cold-start composer)")
 
 
-def _base_path(cfg: Any) -> tuple[str, Any]:
-    """The built base folder of ``cfg.model.path`` and its BaseModelConfig; the config's env must be its world."""
-    from harness.base_model import BaseModelConfig
-    from harness.config import from_dict
-    from harness.demo import env_kwargs
-    from harness.pinned_base import resolve_model_path
+def _base_folder(cfg: Any) -> str:
+    """The built base folder of ``cfg.model.path`` (``micro:pinned`` resolved)."""
+    from harness.models.pinned import resolve_model_path
 
     path = resolve_model_path(cfg.model.path)
-    info = Path(path) / "base_info.json"
-    if not info.is_file():
-        raise ValueError(f"model.path={cfg.model.path} is not a built micro base (no {info}); "
+    if not (Path(path) / "base_info.json").is_file():
+        raise ValueError(f"model.path={cfg.model.path} is not a built micro base (no {Path(path) / 'base_info.json'}); "
                          "lopd prepare plays the base on the micro world: use micro:pinned")
-    base = from_dict(BaseModelConfig, json.loads(info.read_text(encoding="utf-8"))["config"])
-    want = env_kwargs(base)
+    return path
+
+
+def _check_world(cfg: Any, base: Any) -> None:
+    """The config's env must be the world the base was trained for."""
+    from harness.basemodel.config import env_kwargs
+
+    want = env_kwargs(base.config)
     got = {k: cfg.env.kwargs.get(k) for k in want}
     if cfg.env.id != "lopd/micro-v0" or got != want:
-        raise ValueError(f"the base at {path} was trained for lopd/micro-v0 with {want}; the config has "
+        raise ValueError(f"the base at {base.path} was trained for lopd/micro-v0 with {want}; the config has "
                          f"env.id={cfg.env.id}, env.kwargs={dict(cfg.env.kwargs)}: set env.kwargs={json.dumps(want)}")
-    return path, base
 
 
 def _as_overrides(cfg: Any, bank: Path) -> list[str]:
@@ -129,20 +128,16 @@ def _install(src: Path, dst: Path, force: bool) -> str:
     return "replaced" if replaced else "written"
 
 
-def _prepare_composer(cfg: Any, dcfg: Any, model: Any, tok: Any, bank: Path, cache: Path, timings: dict,
+def _prepare_composer(cfg: Any, dcfg: Any, base: Any, bank: Path, cache: Path, timings: dict,
                       force: bool) -> tuple[str, int, Path]:
     """Stage 3: the referenced rollouts and the cold start, installed at ``lopd.composer_init`` (or
     ``RUN_DIR/composer_coldstart.pt``); returns (report line, episodes played, where it went)."""
-    from harness.demo import RunSpec, coldstart, coldstart_pairs_stage
+    from harness.prepare.stages import coldstart, coldstart_pairs_stage
 
     print(f"[prepare] 3/3 cold start: the base plays {dcfg.coldstart_tasks} tasks with a text reference, then "
           f"{dcfg.coldstart_steps} composer steps of {dcfg.coldstart_batch}", flush=True)
-    traces, cs_info = coldstart_pairs_stage(model, tok, dcfg, [RunSpec("lopd", "lopd")], bank, cache, timings)
-    with contextlib.redirect_stdout(io.StringIO()) as said:
-        composer, built = coldstart(dcfg, cfg, _as_overrides(cfg, bank), bank, traces, cache)
-    for line in said.getvalue().splitlines():
-        if not line.startswith("wrote "):  # that line names the cache's temporary build folder
-            print(line)
+    traces, cs_info = coldstart_pairs_stage(base, dcfg, bank, cache, timings)
+    composer, built = coldstart(dcfg, cfg, _as_overrides(cfg, bank), bank, traces, cache)
     dst = Path(cfg.lopd.composer_init) if cfg.lopd.composer_init else Path(cfg.run_dir) / "composer_coldstart.pt"
     return (f"cold-start composer ({cs_info['successes']} referenced successes, {'built' if built else 'cached'}) "
             f"-> {dst} ({_install(composer, dst, force)})", int(cs_info["episodes"]), dst)
@@ -151,10 +146,10 @@ def _prepare_composer(cfg: Any, dcfg: Any, model: Any, tok: Any, bank: Path, cac
 def run(args: argparse.Namespace) -> int:
     from envs.micro.world import cache_root
     from harness.config import config_and_overrides, load_config
-    from harness.demo import DemoConfig, bank_stage, base_stage
-    from harness.learners.lopd import RANDOM_COMPOSER
+    from harness.learners.lopd_composer import RANDOM_COMPOSER
     from harness.learners.privileged import run_inputs
-    from harness.train_config import TrainConfig
+    from harness.prepare.stages import StageConfig, bank_stage, base_stage
+    from harness.training.train_config import TrainConfig
 
     path, overrides = config_and_overrides(args.config, args.overrides)
     cfg = load_config(TrainConfig, path, overrides)
@@ -169,12 +164,12 @@ def run(args: argparse.Namespace) -> int:
                         ("--coldstart-steps (or lopd.coldstart.steps)", steps if want_composer else 1)):
         if value < 1:
             raise ValueError(f"{name} must be at least 1")
-    base_path, _ = _base_path(cfg)
+    base_path = _base_folder(cfg)
     run_dir, extra = Path(cfg.run_dir), []
     bank_dst = Path(cfg.bank.path) if cfg.bank.path else run_dir / "bank"
     if not cfg.bank.path:
         extra.append(f"bank.path={bank_dst}")
-    dcfg = DemoConfig(out=str(run_dir), base_path=base_path, min_bank=0, bank_tasks=args.bank_tasks,
+    dcfg = StageConfig(min_bank=0, bank_tasks=args.bank_tasks,
                       bank_temperature=cfg.sampling.temperature, max_new_tokens=cfg.sampling.max_new_tokens,
                       max_turns=cfg.rollout.max_turns, embedder=cfg.bank.embedder, coldstart_source="referenced",
                       coldstart_tasks=args.coldstart_tasks, coldstart_steps=steps, coldstart_batch=cs.batch_size,
@@ -182,16 +177,17 @@ def run(args: argparse.Namespace) -> int:
     t0, timings = time.perf_counter(), {}
     cache = cache_root() / "demo"
     print(f"[prepare] 1/3 base: {cfg.model.path} ({base_path})", flush=True)
-    dcfg, model, tok, base_info = base_stage(dcfg, timings)
+    base = base_stage(dcfg, timings, path=base_path)
+    _check_world(cfg, base)
     print(f"[prepare] 2/3 bank: the base plays {dcfg.bank_tasks} training tasks (cache {cache})", flush=True)
-    bank, bank_info = bank_stage(model, tok, dcfg, base_info, cache, timings)
+    bank, bank_info = bank_stage(base, dcfg, cache, timings)
     if not bank_info["entries"]:
         raise ValueError(f"the base solved none of the {bank_info['base_episodes']} bank tasks: the bank would be "
                          "empty (raise --bank-tasks)")
     episodes = {"bank": bank_info["base_episodes"]}
     done = [f"bank: {bank_info['entries']} experiences -> {bank_dst} ({_install(bank / 'bank', bank_dst, args.force)})"]
     if want_composer:
-        line, episodes["cold start"], dst = _prepare_composer(cfg, dcfg, model, tok, bank, cache, timings, args.force)
+        line, episodes["cold start"], dst = _prepare_composer(cfg, dcfg, base, bank, cache, timings, args.force)
         done.append(line)
         if not cfg.lopd.composer_init:
             extra.append(f"lopd.composer_init={dst}")

@@ -40,11 +40,13 @@ def _run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from harness.base_model import BaseModelConfig, EvalConfig, evaluate_base, load_or_build_base
+    from harness.basemodel.build import load_or_build_base
+    from harness.basemodel.config import BaseModelConfig
+    from harness.basemodel.measure import EvalConfig, evaluate_base
     from harness.config import load_config
 
     if args.base:
-        from harness.demo import load_base_dir
+        from harness.basemodel.build import load_base_dir
 
         if args.overrides or args.config:
             raise SystemExit("--base measures a built base as it is: no config or overrides")
@@ -77,7 +79,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     if args.pin:
-        from harness.pinned_base import pin
+        from harness.basemodel.pin import pin
 
         print(f"pinned: {pin(info['path'])}")
     return 0

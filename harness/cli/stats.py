@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         from pathlib import Path
 
-        from harness.plots import plot_calls_by_tool, plot_distributions, plot_learning_curves
+        from harness.stats.plots import plot_calls_by_tool, plot_distributions, plot_learning_curves
 
         out = Path(args.plot)
         made = [plot_distributions(groups, out / "distributions.png"), plot_calls_by_tool(groups, out / "calls_by_tool.png")]

@@ -6,7 +6,7 @@
     lopd train --list-keys                      # every config key with its documentation
 
 A run killed at any point continues from its newest checkpoint when started again with the same
-``run_dir``. Several processes: ``torchrun --nproc_per_node N -m harness.trainer CONFIG.yaml ...``.
+``run_dir``. Several processes: ``torchrun --nproc_per_node N -m harness.training.trainer CONFIG.yaml ...``.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def list_keys(cls: type, prefix: str = "") -> list[tuple[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.train_config import TrainConfig
+    from harness.training.train_config import TrainConfig
 
     if args.list_keys:
         for key, doc in list_keys(TrainConfig):
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
     from harness.cli.prepare import check_prepared
     from harness.config import config_and_overrides, load_config
-    from harness.trainer import example_config, main
+    from harness.training.trainer import example_config, main
 
     path, overrides = config_and_overrides(args.config, args.overrides)
     if args.example:

@@ -1,6 +1,6 @@
 """The learner interface: what a training algorithm says, and what the trainer gives it.
 
-The trainer (:mod:`harness.trainer`) owns the loop: the generation budget, task sampling,
+The trainer (:mod:`harness.training.trainer`) owns the loop: the generation budget, task sampling,
 rollouts, evaluation, logging and checkpoints. A learner owns one step's update: which
 privileged context its teacher sees and which loss the student (and, for LOPD, the composer)
 minimises. Learners are small modules over the shared code in :mod:`harness.learners.common`
@@ -28,22 +28,23 @@ all rollouts) goes through :mod:`harness.distributed`.
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import torch
 
 from envs.core import Task
 from harness.distributed import DistInfo, max_over_ranks, sum_floats, sync_gradients
+from harness.learners.registry import LEARNERS, get_learner, learner_config_type, register_learner
 from harness.rollout import Trajectory
 
-if TYPE_CHECKING:
-    from harness.train_config import TrainConfig
+__all__ = ["LEARNERS", "Learner", "LearnerContext", "Rollout", "StepBatch", "get_learner", "learner_config_type",
+           "register_learner"]
+
 
 
 @dataclass
@@ -92,7 +93,8 @@ MicroLoss = Callable[[int, list[int]], tuple[torch.Tensor, dict[str, float]]]
 class LearnerContext:
     """Everything a learner may use. Built by the trainer; helpers keep learners short."""
 
-    cfg: TrainConfig
+    cfg: Any
+    """The run's :class:`harness.training.train_config.TrainConfig` (typed loosely: learners sit below the trainer)."""
     student: torch.nn.Module
     """The plain causal LM being trained (unwrapped; for copies and weight reads)."""
     scorer: torch.nn.Module
@@ -254,36 +256,3 @@ class Learner(ABC):
         """Inverse of :meth:`save_files` (every rank)."""
 
 
-LEARNERS: dict[str, str] = {
-    "grpo": "harness.learners.grpo:GRPOLearner",
-    "opsd": "harness.learners.opsd:OPSDLearner",
-    "sdpo": "harness.learners.sdpo:SDPOLearner",
-    "lopd": "harness.learners.lopd:LOPDLearner",
-    "sft": "harness.learners.sft:SFTLearner",
-}
-"""Learner name -> ``module:Class`` (imported on use)."""
-
-
-def register_learner(name: str, entry_point: str) -> None:
-    """Make ``learner=<name>`` resolve to ``entry_point`` (``"package.module:Class"``)."""
-    if ":" not in entry_point:
-        raise ValueError(f"entry point {entry_point!r} is not 'module:Class'")
-    LEARNERS[name] = entry_point
-
-
-def get_learner(name: str) -> type[Learner]:
-    """The learner class registered under ``name``, or at ``name`` = ``"package.module:Class"``."""
-    if name not in LEARNERS and ":" not in name:
-        raise KeyError(f"unknown learner {name!r}; known: {', '.join(sorted(LEARNERS))} (or 'module:Class')")
-    module, cls = LEARNERS.get(name, name).split(":")
-    return getattr(importlib.import_module(module), cls)
-
-
-def learner_config_type(section: str, learner: str | None = None) -> type | None:
-    """The ``Config`` of the learner whose section is named ``section``: a registered learner, or
-    ``learner`` (the run's, possibly ``module:Class``) when that is its name. None: no such section."""
-    if section in LEARNERS:
-        return get_learner(section).Config
-    if learner and ":" in learner and get_learner(learner).name == section:
-        return get_learner(learner).Config
-    return None

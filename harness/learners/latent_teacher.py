@@ -11,7 +11,9 @@ from typing import Any
 
 import torch
 
-from harness.learners.common import gather_positions, prompt_messages
+from harness.engines.base import EmbedOverride
+from harness.learners.common import (TeacherSide, gather_positions, prompt_messages, score_from, served_side,
+                                     served_token_logprobs)
 from lopd.composer import Composer
 from lopd.latent import LatentError, encode_with_latents, frame_user_message, inject_batch
 from lopd.losses import upcast
@@ -119,3 +121,33 @@ def latent_teacher_hidden(composer: Composer, ids: torch.Tensor, attn: torch.Ten
         else:
             h = dec(inputs_embeds=embeds, attention_mask=attn, use_cache=False).last_hidden_state
         return gather_positions(h, at)
+
+
+def teacher_rows(tokenizer: Any, rollouts: list, exps: dict[str, list[str]], n_latents: int, framing: str,
+                 template_kwargs: dict[str, Any]) -> tuple[list[list[int]], list[list[int]], list[list[int]]]:
+    """(ids, loss masks, latent positions) of the teacher's row of each rollout: its prompt framed with
+    ``n_latents`` placeholders per retrieved experience, then the rollout's tokens. A task without any
+    experience, or whose text holds the sentinel, keeps the plain prompt (its ``exps`` entry is emptied)."""
+    t_rows, t_masks, t_pos = [], [], []
+    for r in rollouts:
+        n = len(exps[r.task.task_id]) * n_latents
+        prompt = latent_teacher_prompt(tokenizer, r.traj.episode, n, framing, template_kwargs) if n else None
+        if prompt is None:
+            exps[r.task.task_id] = []
+            prompt = (r.traj.token_ids[:r.prompt_len], [])
+        t_rows.append(prompt[0] + r.traj.token_ids[r.prompt_len:])
+        t_masks.append([0] * len(prompt[0]) + r.traj.loss_mask[r.prompt_len:])
+        t_pos.append(prompt[1])
+    return t_rows, t_masks, t_pos
+
+
+def served_latent_teacher(engine: Any, rows: list[list[int]], starts: list[int], positions: list[list[int]],
+                          lats: list[torch.Tensor], teacher_pos: Any, top_k: int,
+                          device: torch.device) -> tuple[TeacherSide, torch.Tensor]:
+    """(top-k side, log-probs of the sampled tokens) of the latent teacher from teacher servers, scoring
+    each row from its ``starts`` entry: the latents travel as embedding overrides (SGLang's ``input_embeds``;
+    vLLM 0.32 refuses them)."""
+    ovs = [EmbedOverride(pos, lat.detach()) if pos else None for pos, lat in zip(positions, lats)]
+    scores = engine.score(rows, top_k=top_k, start=score_from(rows, starts), overrides=ovs)
+    at = list(range(len(rows)))
+    return served_side(scores, at, teacher_pos, device), served_token_logprobs(scores, at, teacher_pos, device)

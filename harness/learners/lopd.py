@@ -33,16 +33,13 @@ from typing import Any
 
 import torch
 
-from harness.distributed import sum_floats, sync_gradients
+from harness.distributed import sum_floats
 from harness.learners.base import Learner, LearnerContext, StepBatch
-from harness.engines.base import EmbedOverride
-from harness.learners.common import (TeacherSide, Timer, distill_tokens, pad_id, pad_rows, score_from, seq_count,
-                                     served_side, served_token_logprobs)
-from harness.learners.latent_teacher import latent_teacher_hidden, latent_teacher_prompt, teacher_head
+from harness.learners.common import TeacherSide, Timer, distill_tokens, pad_id, pad_rows, seq_count
+from harness.learners.latent_teacher import latent_teacher_hidden, served_latent_teacher, teacher_head, teacher_rows
+from harness.learners.lopd_composer import build_composer, compose_latents, composer_step
 from harness.learners.privileged import grow_bank, load_bank, make_embedder, retrieve_texts
 from lopd.chunked import chunked_head, topk_and_targets
-from lopd.coldstart import clip_composer_grads
-from lopd.composer import Composer
 from lopd.config import LOPDConfig
 from lopd.latent import DEFAULT_FRAMING
 from lopd.losses import masked_sum, reduce_tokens
@@ -63,21 +60,6 @@ class LOPDLearnerConfig(LOPDConfig):
     """First-user-message framing of the latent reference: holds ``{latents}`` and ``{task}``."""
     composer_seed: int = 0
     """Seed of the QFormer's and LoRA's initialisation and of the cold start's batch order."""
-
-
-RANDOM_COMPOSER = "random"
-"""The ``lopd.composer_init`` that starts from the freshly initialised composer."""
-
-
-def check_composer_init(path: str | None, prepare: str = "lopd prepare CONFIG") -> None:
-    """Raise unless ``path`` (``lopd.composer_init``) is ``random`` or an existing file; the message
-    names ``prepare``, the command that writes it."""
-    fix = (f"run `{prepare}` (builds the bank and the cold-start composer), or set "
-           f"lopd.composer_init={RANDOM_COMPOSER} to start from a random composer (an ablation)")
-    if path is None:
-        raise ValueError(f"lopd.composer_init is not set: {fix}")
-    if path != RANDOM_COMPOSER and not Path(path).is_file():
-        raise FileNotFoundError(f"no cold-start composer at {path} (lopd.composer_init): {fix}")
 
 
 _SUMS = ("kl_tok", "c_loss", "c_kl", "delta", "delta_w", "count", "anchor")  # per micro-batch, added over ranks
@@ -113,15 +95,7 @@ class LOPDLearner(Learner):
     def __init__(self, ctx: LearnerContext):
         super().__init__(ctx)
         self.cfg: LOPDLearnerConfig = ctx.cfg.learner_config
-        # before the composer is built: a random QFormer's latents (row norms ~11 against ~0.2 for the
-        # token embeddings) would drown the teacher's prompt without a word
-        check_composer_init(self.cfg.composer_init)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(self.cfg.composer_seed)
-            self.composer = Composer(ctx.frozen_copy(), ctx.tokenizer, self.cfg.composer).to(ctx.device)
-        if self.cfg.composer_init != RANDOM_COMPOSER:
-            self.composer.load_trainable_state_dict(torch.load(self.cfg.composer_init, map_location=ctx.device))
-        self.composer.set_trainable(self.cfg.train_composer)
+        self.composer = build_composer(ctx, self.cfg)
         if self._served_teacher() and self.cfg.distill.full_vocab:
             raise ValueError("teacher servers return top-k log-probs, not logits: set lopd.distill.full_vocab=false")
         oc = self.cfg.composer_optim
@@ -144,7 +118,8 @@ class LOPDLearner(Learner):
         lengths = [max(len(s), len(t)) for s, t in zip(step.s_rows, step.t_rows)]
         sums = ctx.accumulate(lengths, lambda k, idx: self._micro_batch(step, idx, timer), _SUMS,
                               groups=[r.group for r in rs], timer=timer)
-        out = self._composer_step(timer) if self.cfg.train_composer else {}
+        out = composer_step(self.composer, self.optimizer, self.cfg.composer_optim.grad_clip, ctx.dist, timer) \
+            if self.cfg.train_composer else {}
         with timer("student"):
             out.update(ctx.optimizer_step())
         mean_delta = self._dual_step(sums, step.n_roll)
@@ -163,17 +138,8 @@ class LOPDLearner(Learner):
         """Student rows and teacher rows (latent placeholders where experiences were retrieved; a
         task without any, or whose text holds the sentinel, keeps the plain prompt and no latents)."""
         ctx = self.ctx
-        t_rows, t_masks, t_pos = [], [], []
-        for r in rs:
-            n = len(exps[r.task.task_id]) * self.composer.n_latents
-            prompt = latent_teacher_prompt(ctx.tokenizer, r.traj.episode, n, self.cfg.framing,
-                                           ctx.template_kwargs) if n else None
-            if prompt is None:
-                exps[r.task.task_id] = []
-                prompt = (r.traj.token_ids[:r.prompt_len], [])
-            t_rows.append(prompt[0] + r.traj.token_ids[r.prompt_len:])
-            t_masks.append([0] * len(prompt[0]) + r.traj.loss_mask[r.prompt_len:])
-            t_pos.append(prompt[1])
+        t_rows, t_masks, t_pos = teacher_rows(ctx.tokenizer, rs, exps, self.composer.n_latents, self.cfg.framing,
+                                              ctx.template_kwargs)
         s_rows, s_masks = [r.traj.token_ids for r in rs], [r.traj.loss_mask for r in rs]
         n_tok, n_seq, n_roll = sum_floats([sum(map(sum, s_masks)), seq_count(s_masks), len(rs)], ctx.dist)
         rewards = torch.tensor([min(max(r.reward, 0.0), 1.0) for r in rs])
@@ -186,14 +152,19 @@ class LOPDLearner(Learner):
         run the composer's backward. A task's rollouts share a micro-batch, so its encoder graph is
         freed here (memory bounded by the micro-batch)."""
         ctx, cfg, rs = self.ctx, self.cfg, step.rollouts
-        lat, anchor = self._compose([rs[i].task.task_id for i in idx], step, timer)
+        ids = list(dict.fromkeys(rs[i].task.task_id for i in idx))
+        lat, anchor = compose_latents(self.composer, [step.tasks[t].prompt for t in ids], [step.exps[t] for t in ids],
+                                      ids, self.cfg, timer)
         lats = [lat[rs[i].task.task_id] for i in idx]
         al = align_supervision([step.s_rows[i] for i in idx], [step.s_masks[i] for i in idx],
                                [step.t_rows[i] for i in idx], [step.t_masks[i] for i in idx])
         mask, targets, pid = al.mask.to(ctx.device), al.targets.to(ctx.device), pad_id(ctx.tokenizer)
         if self._served_teacher():
             with timer("teacher"):
-                side, t_tgt = self._score_on_server(step, idx, lats, al)
+                rows = [step.t_rows[i] for i in idx]
+                starts = [len(row) - len(rs[i].traj.token_ids) + rs[i].prompt_len for row, i in zip(rows, idx)]
+                side, t_tgt = served_latent_teacher(ctx.teacher_engine, rows, starts, [step.t_pos[i] for i in idx],
+                                                    lats, al.teacher_pos, cfg.distill.top_k, ctx.device)
                 top_ids, t_top = side.ids, side.logp
         else:
             with timer("teacher"), torch.set_grad_enabled(cfg.train_composer):
@@ -232,49 +203,12 @@ class LOPDLearner(Learner):
         needs the backward through the teacher's logits, so in-process scoring is not extra work)."""
         return self.ctx.teacher_engine is not None and not self.cfg.train_composer
 
-    def _score_on_server(self, step: _Step, idx: list[int], lats: list, al: Any) -> tuple[TeacherSide, torch.Tensor]:
-        """(top-k side, log-probs of the sampled tokens) of the latent teacher from the teacher servers:
-        the latents travel as embedding overrides (SGLang's ``input_embeds``; vLLM 0.32 refuses)."""
-        rows = [step.t_rows[i] for i in idx]
-        ovs = [EmbedOverride(step.t_pos[i], lat.detach()) if step.t_pos[i] else None for i, lat in zip(idx, lats)]
-        starts = score_from(rows, [len(r) - len(step.rollouts[i].traj.token_ids) + step.rollouts[i].prompt_len
-                                   for r, i in zip(rows, idx)])
-        scores = self.ctx.teacher_engine.score(rows, top_k=self.cfg.distill.top_k, start=starts, overrides=ovs)
-        at = list(range(len(idx)))
-        return (served_side(scores, at, al.teacher_pos, self.ctx.device),
-                served_token_logprobs(scores, at, al.teacher_pos, self.ctx.device))
-
-    def _compose(self, task_ids: list[str], step: _Step, timer: Timer) -> tuple[dict, dict]:
-        """Latents c_phi (with gradients when the composer trains) and anchors c_phi0 per task."""
-        ids = list(dict.fromkeys(task_ids))
-        tasks, exps = [step.tasks[t] for t in ids], [step.exps[t] for t in ids]
-        with timer("composer"), torch.set_grad_enabled(self.cfg.train_composer):
-            lat = dict(zip(ids, self.composer.encode([t.prompt for t in tasks], exps)))
-        with timer("composer"):
-            if self.cfg.margin.anchor_weight:
-                with torch.no_grad():
-                    anchor = dict(zip(ids, self.composer.encode([t.prompt for t in tasks], exps, anchor=True)))
-            else:
-                anchor = {k: v.detach() for k, v in lat.items()}
-        return lat, anchor
-
     def _dual_step(self, sums: dict[str, float], n_roll: float) -> float:
         """The dual variable's ascent step on this step's mean Delta (over all ranks), returned."""
         mean_delta = self.dual.mean_delta_of_sums(sums["delta"], n_roll, sums["delta_w"], sums["count"])
         if n_roll:
             self.dual.step(mean_delta)
         return mean_delta
-
-    def _composer_step(self, timer: Timer) -> dict[str, float]:
-        """Sum the composer's gradients over ranks, clip, step."""
-        with timer("composer"):
-            sync_gradients(self.composer.trainable_parameters(), self.ctx.dist)
-            norms = clip_composer_grads(self.composer, self.cfg.composer_optim.grad_clip)
-            finite = all(torch.isfinite(torch.tensor(v)) for v in norms.values())
-            if finite:
-                self.optimizer.step()
-            self.optimizer.zero_grad(set_to_none=True)
-        return {f"composer/{k}": v for k, v in norms.items()} | {"composer/skipped_update": float(not finite)}
 
     # ---- checkpoint state ------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

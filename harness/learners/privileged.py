@@ -81,7 +81,7 @@ class HashingEmbedder:
 def run_inputs(cfg: Any) -> tuple[bool, bool]:
     """``(bank, composer)``: whether a run of TrainConfig ``cfg`` reads an experience bank (LOPD; OPSD unless
     its oracle is the dataset's reference) and a cold-start composer (LOPD)."""
-    from harness.learners.base import get_learner
+    from harness.learners.registry import get_learner
 
     name = get_learner(cfg.learner).name
     return name == "lopd" or (name == "opsd" and cfg.opsd.oracle != "reference"), name == "lopd"

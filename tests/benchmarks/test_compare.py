@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.comparison import LEARNERS
+from harness.experiments.comparison import LEARNERS
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))

@@ -8,9 +8,11 @@ import torch
 
 import benchmarks.probe_teacher as pt
 from benchmarks.probe_teacher import CONDITIONS, probe, teacher_advantage
-from harness.base_model import BaseModelConfig, load_or_build_base
-from harness.demo import DemoConfig, RunSpec, build_bank_dir, run_pipeline
-from harness.pretrain import PretrainConfig
+from harness.basemodel.build import load_or_build_base
+from harness.basemodel.config import BaseModelConfig
+from harness.experiments.demo import DemoConfig, run_pipeline, RunSpec
+from harness.prepare.stages import Base, StageConfig, build_bank_dir
+from harness.basemodel.pretrain import PretrainConfig
 
 
 def _small_base() -> BaseModelConfig:
@@ -27,8 +29,8 @@ def test_probe_plays_every_condition(tmp_path, monkeypatch):
     monkeypatch.setenv("LOPD_CACHE_DIR", str(tmp_path / "cache"))
     cfg = _small_base()
     model, tok, info = load_or_build_base(cfg, progress=False)
-    demo = DemoConfig(base=cfg, bank_tasks=8, min_bank=8, embedder="hashing", max_new_tokens=24, progress=False)
-    bank, _ = build_bank_dir(model, tok, demo, info, tmp_path / "demo")
+    demo = StageConfig(bank_tasks=8, min_bank=8, embedder="hashing", max_new_tokens=24, progress=False)
+    bank, _ = build_bank_dir(Base(model, tok, cfg, info), demo, tmp_path / "demo")
     composer = Composer(model, tok, ComposerConfig(qformer=QFormerConfig(n_latents=4, depth=2)))
     torch.save(composer.trainable_state_dict(), tmp_path / "composer.pt")
 

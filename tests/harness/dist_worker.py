@@ -16,8 +16,8 @@ import torch
 from harness.config import load_config
 from harness.distributed import shutdown, split_evenly
 from harness.learners.base import StepBatch
-from harness.train_config import TrainConfig
-from harness.trainer import Trainer
+from harness.training.train_config import TrainConfig
+from harness.training.trainer import Trainer
 
 
 def main(batch_file: str, out_file: str, overrides: list[str]) -> None:

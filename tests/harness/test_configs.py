@@ -9,8 +9,8 @@ import pytest
 
 from harness.cli import main
 from harness.config import load_config
-from harness.train_config import TrainConfig
-from harness.trainer import example_config
+from harness.training.train_config import TrainConfig
+from harness.training.trainer import example_config
 
 LEARNERS = ["grpo", "opsd", "sdpo", "lopd", "sft"]
 
@@ -21,7 +21,7 @@ def test_the_packaged_configs_are_exactly_these():
 
 @pytest.mark.parametrize("learner", LEARNERS)
 def test_every_packaged_config_trains_the_pinned_base_on_its_world(learner):
-    from harness.pinned_base import PINNED_DIR
+    from harness.models.pinned import PINNED_DIR
 
     cfg = load_config(TrainConfig, example_config(learner))
     assert cfg.learner == learner and cfg.model.path == "micro:pinned"

@@ -53,7 +53,7 @@ def small_overrides(run_dir: Path, learner: str, traces: Path | None = None, *ex
 
 def make_trainer(run_dir: Path, learner: str, traces: Path | None = None, *extra: str):
     from harness.config import load_config
-    from harness.train_config import TrainConfig
-    from harness.trainer import Trainer
+    from harness.training.train_config import TrainConfig
+    from harness.training.trainer import Trainer
 
     return Trainer(load_config(TrainConfig, None, small_overrides(run_dir, learner, traces, *extra)))

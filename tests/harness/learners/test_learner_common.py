@@ -104,7 +104,7 @@ def test_module_doctests():
     import harness.learners.common as common
     import harness.learners.privileged as privileged
     import harness.metrics as metrics
-    import harness.trainer as trainer
+    import harness.training.trainer as trainer
 
     for mod in (common, privileged, metrics, trainer):
         result = doctest.testmod(mod)

@@ -1,0 +1,592 @@
+"""Evaluation runs: a model on registered envs or benchmark splits, with traces, verdicts and summaries.
+
+::
+
+    cfg = EvalRunConfig(envs=["lopd/bfcl-v3-simple-v0", "lopd/shop-v0"], model="runs/tiny-1m",
+                        out="runs/eval-a", n_samples=2, limit=50)
+    result = run_eval(cfg)              # HF engine in-process; engine=EngineConfig(kind="vllm", launch=1) for a server
+    result.summary["benchmarks"]["bfcl-v3"]["official"]["overall"]
+
+The output directory holds ``traces.jsonl`` (one :class:`~envs.trace.Episode` per (env, task, sample);
+``meta`` has run, model, engine, category, sample, task_index and the env's verdict details),
+``verdicts.jsonl`` (one line per episode, derived from its trace by :func:`verdict_of`),
+``summary.json`` and ``run.json`` (the settings, checked on resume). A run resumes where it stopped:
+pairs with a readable trace are skipped; a torn last line (a kill mid-write) is cut off and rerun.
+
+Summaries: every env gets the generic one (:func:`generic_summary`: mean reward, pass rate, mean
+steps); a benchmark whose env package is in :data:`SUMMARIZERS` also gets its official aggregate,
+computed by that package's own scoring code. See docs/EVAL.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import queue
+import sys
+import zlib
+from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+from envs.trace import Episode, TraceError, TraceWriter, iter_records
+from harness.engines.server import EngineConfig
+from harness.rollout import LockedTokenizer
+from harness.evaluation.summary import (  # noqa: F401  (re-exported: the public API of evaluation runs)
+    SUMMARIZERS,
+    Summarizer,
+    env_package,
+    format_summary,
+    generic_summary,
+    register_summarizer,
+    summarize_verdicts,
+)
+
+TRACES, VERDICTS, SUMMARY, RUN = "traces.jsonl", "verdicts.jsonl", "summary.json", "run.json"
+PASS_THRESHOLD = 1.0
+# Settings that change what a sample means: a resumed run must keep them.
+_RESUME_KEYS = ("model", "temperature", "top_p", "top_k", "max_new_tokens", "seed", "max_turns",
+                "max_context_tokens", "env_kwargs", "template_kwargs")
+# Final-step info keys that are conversation plumbing, not verdict details.
+_NOT_DETAILS = {"step", "messages", "tools", "system", "final_reward"}
+
+
+@dataclass
+class EvalRunConfig:
+    """One evaluation run (the options of ``lopd eval``)."""
+
+    envs: list[str]
+    """Registered env ids (``lopd/...``); each is one benchmark split or category."""
+    model: str
+    """Model directory (weights + tokenizer), or ``micro:pinned`` (the pinned micro base). With a server
+    engine only its tokenizer and config are read (and a launched server loads it)."""
+    out: str
+    """Output directory (created; an existing one is resumed)."""
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    """Where episodes run: 'hf' in-process, batched turn by turn; 'vllm' or 'sglang' servers (urls or launch)."""
+    n_samples: int = 1
+    """Episodes per task (sample indices 0..n_samples-1)."""
+    split: str | None = None
+    """Only tasks of this split (e.g. 'eval', 'test'); None keeps every task the env lists."""
+    limit: int | None = None
+    """Only the first N tasks of each env (after the split filter)."""
+    temperature: float = 0.7
+    """Sampling temperature (0: greedy). Default: the LOPD authors' rollout settings."""
+    top_p: float = 0.95
+    """Nucleus sampling."""
+    top_k: int = 20
+    """Top-k sampling; <= 0 keeps the whole vocabulary."""
+    max_new_tokens: int = 1024
+    """Most tokens per assistant turn."""
+    seed: int | None = 0
+    """Base seed: each (env, task, sample) gets a seed derived from it; None samples unseeded."""
+    max_turns: int = 30
+    """Most assistant turns per episode (the env's own limit usually ends it first)."""
+    max_context_tokens: int = 32768
+    """An episode whose next turn could pass this many tokens is truncated."""
+    batch_size: int = 8
+    """HF engine: episodes rolled out together in one batch."""
+    concurrency: int = 32
+    """Server engines: episodes in flight at once (one thread each)."""
+    device: str | None = None
+    """HF engine device; None: cuda when available, else cpu."""
+    dtype: str | None = None
+    """HF engine weights dtype ('bfloat16', 'float32', 'auto'); None: bfloat16 on cuda, float32 on cpu."""
+    env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Keyword arguments of ``gym.make`` per env id; the key '*' applies to every env."""
+    template_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Extra chat-template variables, e.g. {"enable_thinking": false} for Qwen3."""
+    run_name: str | None = None
+    """``meta.run`` of the traces (what ``lopd stats --by run`` groups by); default: the out dir name."""
+
+    def run_label(self) -> str:
+        return self.run_name or Path(self.out).resolve().name
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One episode to play: a task of an env and a sample index."""
+
+    env_id: str
+    task_id: str
+    task_index: int
+    sample: int
+    category: str
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return self.env_id, self.task_id, self.sample
+
+
+@dataclass
+class EvalResult:
+    """What :func:`run_eval` did."""
+
+    out: Path
+    planned: int
+    """Episodes the plan asks for."""
+    skipped: int
+    """Planned episodes already done (resume)."""
+    ran: int
+    """Episodes played and written now."""
+    failed: list[tuple[tuple[str, str, int], str]]
+    """(key, error) of episodes that raised (engine or env failure); nothing was written for them."""
+    summary: dict[str, Any]
+    notes: list[str]
+    """Repairs and problems found in existing files (torn lines, corrupt lines, orphan verdicts)."""
+
+
+# ---- keys, seeds, verdicts -------------------------------------------------------------------
+
+def pair_seed(base: int, env_id: str, task_id: str, sample: int) -> int:
+    """A stable per-episode seed (crc32, so the same across processes and runs)."""
+    return zlib.crc32(f"{base}|{env_id}|{task_id}|{sample}".encode()) & 0x7FFFFFFF
+
+
+def _jsonable(x: Any) -> Any:
+    return json.loads(json.dumps(x, default=repr))
+
+
+def verdict_of(episode: Episode | dict[str, Any]) -> dict[str, Any]:
+    """The verdict line of one eval episode (an Episode or its raw trace dict).
+
+    ``pass`` is ``reward >= 1.0`` (BFCL/ACEBench/EvalPlus: the official verdict; EnvScaler: every
+    check holds). ``details`` are the env's verdict details from its final ``info``.
+    """
+    d = json.loads(episode.to_json()) if isinstance(episode, Episode) else episode
+    meta = d.get("meta") or {}
+    reward = float(d.get("reward", 0.0))
+    return {"env": d["env_id"], "task_id": d["task_id"], "task_index": meta.get("task_index"),
+            "sample": meta.get("sample"), "category": meta.get("category"), "reward": reward,
+            "pass": reward >= PASS_THRESHOLD, "steps": len(d.get("steps") or []),
+            "terminated": bool(d.get("terminated")), "truncated": bool(d.get("truncated")),
+            "stop": meta.get("stop"), "details": meta.get("verdict") or {}}
+
+
+def _key_of_record(d: dict[str, Any]) -> tuple[str, str, int] | None:
+    meta = d.get("meta") if isinstance(d.get("meta"), dict) else {}
+    env, task, sample = d.get("env_id", d.get("env")), d.get("task_id"), meta.get("sample", d.get("sample"))
+    if not isinstance(env, str) or not isinstance(task, str) or not isinstance(sample, int):
+        return None
+    return env, task, sample
+
+
+# ---- output directory: reading back, repairing -------------------------------------------------
+
+def cut_torn_tail(path: Path, parse: Callable[[str], Any]) -> str | None:
+    """If ``path`` ends without a newline (a writer killed mid-line), terminate a last line that is
+    complete, or cut an incomplete one off. Returns a note saying what was done, else None."""
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    with open(path, "rb+") as f:
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return None
+        pos, chunk = size, 1 << 16
+        while pos > 0:  # find the last newline
+            pos = max(0, pos - chunk)
+            f.seek(pos)
+            block = f.read(min(chunk, size - pos))
+            nl = block.rfind(b"\n")
+            if nl >= 0:
+                pos += nl + 1
+                break
+        f.seek(pos)
+        tail = f.read()
+        try:
+            parse(tail.decode("utf-8"))
+        except (ValueError, TypeError, KeyError, UnicodeDecodeError):
+            f.truncate(pos)
+            return f"{path}: cut off a torn last line ({len(tail)} bytes) left by an interrupted write"
+        f.write(b"\n")
+        return f"{path}: terminated a complete last line that lacked its newline"
+
+
+@dataclass
+class Progress:
+    """What an eval directory already holds."""
+
+    traces: dict[tuple[str, str, int], dict[str, Any]]
+    """Readable traces by (env, task, sample), each as its verdict line (:func:`verdict_of`)."""
+    verdicts: dict[tuple[str, str, int], dict[str, Any]]
+    """Verdict lines by key: as written, or rebuilt from the trace when missing."""
+    notes: list[str]
+
+
+def read_progress(out: str | os.PathLike, repair: bool = True) -> Progress:
+    """Read an eval directory back. Traces are the truth: a trace without a verdict line gets one
+    (appended when ``repair``); verdict lines without a trace are reported and ignored; corrupt
+    lines are reported with file and line (their episodes count as not done)."""
+    out = Path(out)
+    notes: list[str] = []
+    tpath, vpath = out / TRACES, out / VERDICTS
+    if repair:
+        for p, parse in ((tpath, Episode.from_json), (vpath, json.loads)):
+            note = cut_torn_tail(p, parse)
+            if note:
+                notes.append(note)
+    traces: dict[tuple[str, str, int], dict[str, Any]] = {}
+    errors: list[TraceError] = []
+    if tpath.exists():
+        for lineno, rec in iter_records(tpath, on_error="skip", errors=errors):
+            key = _key_of_record(rec)
+            if key is None:
+                notes.append(f"{tpath}:{lineno}: not an eval episode (no env_id/task_id/meta.sample); ignored")
+            elif key in traces:
+                notes.append(f"{tpath}:{lineno}: duplicate episode {key}; the first one is kept")
+            else:
+                traces[key] = verdict_of(rec)  # not the whole record: memory stays small on big runs
+    notes += [f"{e} (ignored; its episode is run again)" for e in errors]
+    verdicts: dict[tuple[str, str, int], dict[str, Any]] = {}
+    if vpath.exists():
+        with open(vpath, encoding="utf-8", errors="replace") as f:
+            for lineno, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    v = json.loads(line)
+                    key = _key_of_record(v) if isinstance(v, dict) else None
+                except ValueError as e:
+                    notes.append(f"{vpath}:{lineno}: corrupt verdict line ({e}); rebuilt from its trace")
+                    continue
+                if key is None or key not in traces:
+                    notes.append(f"{vpath}:{lineno}: verdict without a trace {key}; ignored")
+                elif key not in verdicts:
+                    verdicts[key] = v
+    missing = [k for k in traces if k not in verdicts]
+    if missing:
+        rebuilt = {k: traces[k] for k in missing}
+        verdicts.update(rebuilt)
+        if repair:
+            with open(vpath, "a", encoding="utf-8") as f:
+                f.writelines(json.dumps(v, ensure_ascii=False) + "\n" for v in rebuilt.values())
+        notes.append(f"{vpath}: {len(missing)} verdict line(s) rebuilt from their traces")
+    return Progress(traces, verdicts, notes)
+
+
+def _check_run_file(out: Path, settings: dict[str, Any]) -> None:
+    path = out / RUN
+    if path.exists():
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as e:
+            raise ValueError(f"{path} is not JSON ({e}); remove it or use another --out") from None
+        diff = [k for k in _RESUME_KEYS if k in old and old[k] != settings[k]]
+        if diff:
+            k = diff[0]
+            raise ValueError(f"{out} holds a run with other settings ({k}: {old[k]!r} there, {settings[k]!r} now); "
+                             "resume with the same settings or use another --out")
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(settings, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _no_nan(x: Any) -> Any:
+    """NaN (a mean over nothing) as null, so the file is strict JSON."""
+    if isinstance(x, dict):
+        return {k: _no_nan(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_no_nan(v) for v in x]
+    return None if isinstance(x, float) and not math.isfinite(x) else x
+
+
+def write_summary(out: str | os.PathLike, summary: dict[str, Any]) -> Path:
+    path = Path(out) / SUMMARY
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(_no_nan(_jsonable(summary)), indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+# ---- planning and running ----------------------------------------------------------------------
+
+class _Recorder(gym.Wrapper):
+    """Keeps the verdict details of the final step's info (the rollout keeps only the reward)."""
+
+    def reset(self, **kw: Any) -> Any:
+        self.details: dict[str, Any] = {}
+        return self.env.reset(**kw)
+
+    def step(self, action: Any) -> Any:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if terminated or truncated:
+            details = {k: v for k, v in info.items() if k not in _NOT_DETAILS}
+            try:
+                self.details = _jsonable(details)
+            except (ValueError, TypeError, RecursionError) as e:  # e.g. a circular structure
+                self.details = {"unserializable_details": f"{type(e).__name__}: {e}"[:300]}
+        return obs, reward, terminated, truncated, info
+
+
+class _EnvPool:
+    """Reusable env instances per id (building an env can load a whole benchmark)."""
+
+    def __init__(self, kwargs: dict[str, dict[str, Any]]):
+        self.kwargs, self.free, self.all = kwargs, defaultdict(queue.SimpleQueue), []
+
+    def make(self, env_id: str) -> _Recorder:
+        env = _Recorder(gym.make(env_id, **{**self.kwargs.get("*", {}), **self.kwargs.get(env_id, {})}))
+        self.all.append(env)
+        return env
+
+    def take(self, env_id: str) -> _Recorder:
+        try:
+            return self.free[env_id].get_nowait()
+        except queue.Empty:
+            return self.make(env_id)
+
+    def give(self, env: _Recorder) -> None:
+        self.free[env.spec.id].put(env)
+
+    def close(self) -> None:
+        for env in self.all:
+            try:
+                env.close()
+            except Exception:  # noqa: BLE001, S110 - closing is best effort
+                pass
+
+
+def resolve_env_id(name: str) -> str:
+    """``shop-v0`` -> ``lopd/shop-v0``; unknown ids are a clear error listing the known ones."""
+    from envs.registry import registered_ids
+
+    ids = registered_ids()
+    for cand in (name, f"lopd/{name}"):
+        if cand in ids or cand in gym.registry:
+            return cand
+    raise KeyError(f"unknown env {name!r}; registered: {', '.join(ids)}")
+
+
+def plan(cfg: EvalRunConfig, pool: _EnvPool) -> list[Pair]:
+    """Every (env, task, sample) of the run, env by env, task by task, samples together."""
+    pairs = []
+    for env_id in cfg.envs:
+        env = pool.take(env_id)
+        tasks = env.unwrapped.tasks
+        if cfg.split is not None:
+            splits = sorted({t.split for t in tasks})
+            tasks = [t for t in tasks if t.split == cfg.split]
+            if not tasks:
+                raise ValueError(f"{env_id} has no task in split {cfg.split!r} (its splits: {', '.join(splits)})")
+        pool.give(env)
+        for i, t in enumerate(tasks[: cfg.limit] if cfg.limit is not None else tasks):
+            cat = t.data.get("category") if isinstance(t.data, dict) else None
+            pairs += [Pair(env_id, t.task_id, i, k, cat if isinstance(cat, str) else env_id)
+                      for k in range(cfg.n_samples)]
+    return pairs
+
+
+def _eos_ids(model_dir: str, tokenizer: Any) -> list[int]:
+    """End-of-turn ids from the model directory's generation config, config, or tokenizer."""
+    for name in ("generation_config.json", "config.json"):
+        p = Path(model_dir) / name
+        if p.is_file():
+            try:
+                eos = json.loads(p.read_text(encoding="utf-8")).get("eos_token_id")
+            except ValueError:
+                continue
+            if eos is not None:
+                return [int(e) for e in (eos if isinstance(eos, list) else [eos])]
+    return [int(tokenizer.eos_token_id)] if tokenizer.eos_token_id is not None else []
+
+
+def build_engine(cfg: EvalRunConfig) -> tuple[Any, Any]:
+    """(engine, tokenizer) for the config: an HFEngine over the model, or a pool of vLLM/SGLang servers."""
+    from harness.engines import HFEngine
+    from harness.engines.server import open_servers
+    from harness.models import load_tokenizer
+    from harness.models.pinned import resolve_model_path
+
+    model = resolve_model_path(cfg.model)
+    if cfg.engine.kind == "hf":
+        import torch
+
+        device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = cfg.dtype or ("bfloat16" if str(device).startswith("cuda") else "float32")
+        eng = HFEngine.from_pretrained(model, dtype=dtype if dtype == "auto" else getattr(torch, dtype),
+                                       device=device)
+        return eng, eng.tokenizer
+    tok = load_tokenizer(model)
+    pool = open_servers(cfg.engine, model_dir=str(Path(model).resolve()), log_dir=Path(cfg.out) / "servers",
+                        eos_token_ids=_eos_ids(model, tok), dtype=cfg.dtype or "auto",
+                        gpu=_has_cuda(), served_name=Path(model).name or "model")
+    return pool, tok
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _settings(cfg: EvalRunConfig) -> dict[str, Any]:
+    from harness.models.pinned import resolve_model_path
+
+    d = asdict(cfg)
+    model = resolve_model_path(cfg.model)  # an alias and its folder are one model to a resumed run
+    d["model"] = str(Path(model).resolve()) if Path(model).exists() else cfg.model
+    return d
+
+
+def run_eval(cfg: EvalRunConfig, engine: Any = None, tokenizer: Any = None,
+             log: Callable[[str], None] | None = None) -> EvalResult:
+    """Play every planned episode not yet in ``cfg.out``, write traces and verdicts as they finish,
+    then write the summary of everything the directory holds. ``engine``/``tokenizer`` default to
+    :func:`build_engine`; server engines (anything but an in-process HFEngine) run episodes on
+    ``cfg.concurrency`` threads, others in batches of ``cfg.batch_size``."""
+    log = log or (lambda s: print(s, file=sys.stderr, flush=True))
+    if cfg.n_samples < 1 or (cfg.limit is not None and cfg.limit < 0):
+        raise ValueError("n_samples must be >= 1 and limit >= 0")
+    cfg.envs = [resolve_env_id(e) for e in cfg.envs]
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    _check_run_file(out, _settings(cfg))
+    progress = read_progress(out)
+    for n in progress.notes:
+        log(f"[eval] {n}")
+    pool = _EnvPool(cfg.env_kwargs)
+    try:
+        pairs = plan(cfg, pool)
+        todo = [p for p in pairs if p.key not in progress.traces]
+        log(f"[eval] {len(pairs)} episodes planned, {len(pairs) - len(todo)} already done, {len(todo)} to run")
+        failed: list[tuple[tuple[str, str, int], str]] = []
+        ran = 0
+        if todo:
+            own = engine is None
+            if own:
+                engine, tokenizer = build_engine(cfg)
+            try:
+                ran = _play_and_save(cfg, todo, pool, engine, tokenizer, failed, log)
+            finally:
+                if own:
+                    engine.close()  # launched servers stop here
+        final = read_progress(out, repair=False)
+        summary = summarize_verdicts(final.verdicts.values())
+        summary.update(run=cfg.run_label(), model=cfg.model, engine=cfg.engine.kind, failed=len(failed))
+        write_summary(out, summary)
+        return EvalResult(out, len(pairs), len(pairs) - len(todo), ran, failed, summary, progress.notes)
+    finally:
+        pool.close()
+
+
+def _episode_player(cfg: EvalRunConfig, pool: _EnvPool,
+                    engine: Any) -> Callable[[list[Pair], Any], list[Episode]]:
+    """``play(batch, tokenizer)``: one rollout of the pairs of ``batch`` on envs lent by ``pool``; each
+    episode carries its pair's env id and the run's meta, with the env's verdict details."""
+    from harness.engines import SamplingParams
+    from harness.rollout import RolloutConfig, rollout
+
+    sampling = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k,
+                              max_new_tokens=cfg.max_new_tokens).validate()
+    rcfg = RolloutConfig(max_turns=cfg.max_turns, max_context_tokens=cfg.max_context_tokens,
+                         template_kwargs=dict(cfg.template_kwargs))
+    meta = {"run": cfg.run_label(), "model": cfg.model, "engine": cfg.engine.kind}
+
+    def seed_of(p: Pair) -> int | None:
+        return None if cfg.seed is None else pair_seed(cfg.seed, p.env_id, p.task_id, p.sample)
+
+    def play(batch: list[Pair], tok: Any) -> list[Episode]:
+        envs = [pool.take(p.env_id) for p in batch]
+        try:
+            s0 = seed_of(batch[0])
+            params = sampling if s0 is None else SamplingParams(**{**asdict(sampling), "seed": s0})
+            trajs = rollout(envs, engine, tok, sampling=params, seeds=[seed_of(p) for p in batch],
+                            options=[{"task_id": p.task_id} for p in batch], config=rcfg)
+            eps = []
+            for p, env, tr in zip(batch, envs, trajs):
+                ep = tr.episode
+                ep.env_id = p.env_id
+                ep.meta.update(meta, category=p.category, sample=p.sample, task_index=p.task_index,
+                               verdict=getattr(env, "details", {}))
+                eps.append(ep)
+            return eps
+        finally:
+            for env in envs:
+                pool.give(env)
+
+    return play
+
+
+def _play_and_save(cfg: EvalRunConfig, todo: list[Pair], pool: _EnvPool, engine: Any, tokenizer: Any,
+                   failed: list, log: Callable[[str], None]) -> int:
+    """Play ``todo`` (batched on an HFEngine, else threaded), appending each episode's trace and verdict
+    to ``cfg.out`` as it finishes; failures go to ``failed``. Returns the episodes saved."""
+    from harness.engines import HFEngine
+
+    play = _episode_player(cfg, pool, engine)
+    out, ran = Path(cfg.out), 0
+    with TraceWriter(out / TRACES) as tw, open(out / VERDICTS, "a", encoding="utf-8") as vf:
+        def save(ep: Episode) -> None:
+            nonlocal ran
+            tw.write(ep)
+            vf.write(json.dumps(verdict_of(ep), ensure_ascii=False) + "\n")
+            vf.flush()
+            ran += 1
+            if ran % max(1, len(todo) // 20) == 0 or ran == len(todo):
+                log(f"[eval] {ran}/{len(todo)} episodes done")
+
+        if isinstance(engine, HFEngine):
+            _run_batched(todo, cfg.batch_size, lambda b: play(b, tokenizer), save, failed, log)
+        else:
+            shared = LockedTokenizer(tokenizer)  # one lock for all rollout threads
+            _run_threaded(todo, cfg.concurrency, lambda b: play(b, shared), save, failed, log)
+    return ran
+
+
+def _fatal(e: BaseException) -> bool:
+    from harness.engines.http import ServerUnavailableError
+
+    return isinstance(e, (ServerUnavailableError, KeyboardInterrupt, MemoryError))
+
+
+def _run_batched(todo: list[Pair], size: int, play: Callable[[list[Pair]], list[Episode]],
+                 save: Callable[[Episode], None], failed: list, log: Callable[[str], None]) -> None:
+    batches: list[list[Pair]] = []
+    for p in todo:  # one env per batch: its prompts have similar lengths, so little padding
+        if batches and len(batches[-1]) < max(1, size) and batches[-1][0].env_id == p.env_id:
+            batches[-1].append(p)
+        else:
+            batches.append([p])
+    for batch in batches:
+        try:
+            eps = play(batch)
+        except Exception as e:
+            if _fatal(e):
+                raise
+            if len(batch) == 1:
+                failed.append((batch[0].key, f"{type(e).__name__}: {e}"[:500]))
+                log(f"[eval] episode {batch[0].key} failed: {failed[-1][1]}")
+                continue
+            # One bad episode must not sink the batch: replay its episodes one by one.
+            _run_batched(batch, 1, play, save, failed, log)
+            continue
+        for ep in eps:
+            save(ep)
+
+
+def _run_threaded(todo: list[Pair], workers: int, play: Callable[[list[Pair]], list[Episode]],
+                  save: Callable[[Episode], None], failed: list, log: Callable[[str], None]) -> None:
+    ex = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="eval")
+    try:
+        futures = {ex.submit(play, [p]): p for p in todo}
+        for fut in as_completed(futures):  # results are written here, on one thread, as they finish
+            try:
+                eps = fut.result()
+            except Exception as e:
+                if _fatal(e):
+                    raise
+                failed.append((futures[fut].key, f"{type(e).__name__}: {e}"[:500]))
+                log(f"[eval] episode {futures[fut].key} failed: {failed[-1][1]}")
+                continue
+            for ep in eps:
+                save(ep)
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)

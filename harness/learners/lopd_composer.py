@@ -1,0 +1,71 @@
+"""LOPD's composer side: building it from its cold-start file, its latents and anchors per task, and its
+clipped optimiser step. The learner (:mod:`harness.learners.lopd`) calls these once per step or micro-batch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from harness.distributed import DistInfo, sync_gradients
+from harness.learners.base import LearnerContext
+from harness.learners.common import Timer
+from lopd.coldstart import clip_composer_grads
+from lopd.composer import Composer
+
+RANDOM_COMPOSER = "random"
+"""The ``lopd.composer_init`` that starts from the freshly initialised composer."""
+
+
+def check_composer_init(path: str | None, prepare: str = "lopd prepare CONFIG") -> None:
+    """Raise unless ``path`` (``lopd.composer_init``) is ``random`` or an existing file; the message
+    names ``prepare``, the command that writes it."""
+    fix = (f"run `{prepare}` (builds the bank and the cold-start composer), or set "
+           f"lopd.composer_init={RANDOM_COMPOSER} to start from a random composer (an ablation)")
+    if path is None:
+        raise ValueError(f"lopd.composer_init is not set: {fix}")
+    if path != RANDOM_COMPOSER and not Path(path).is_file():
+        raise FileNotFoundError(f"no cold-start composer at {path} (lopd.composer_init): {fix}")
+
+
+def build_composer(ctx: LearnerContext, cfg: Any) -> Composer:
+    """The composer of LOPD section ``cfg`` over a frozen copy of the student, from ``cfg.composer_init``.
+
+    The init file is checked first: a random QFormer's latents (row norms ~11 against ~0.2 for the token
+    embeddings) would drown the teacher's prompt without a word."""
+    check_composer_init(cfg.composer_init)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.composer_seed)
+        composer = Composer(ctx.frozen_copy(), ctx.tokenizer, cfg.composer).to(ctx.device)
+    if cfg.composer_init != RANDOM_COMPOSER:
+        composer.load_trainable_state_dict(torch.load(cfg.composer_init, map_location=ctx.device))
+    composer.set_trainable(cfg.train_composer)
+    return composer
+
+
+def compose_latents(composer: Composer, prompts: list[str], exps: list[list[str]], task_ids: list[str], cfg: Any,
+                    timer: Timer) -> tuple[dict, dict]:
+    """Latents c_phi (with gradients when the composer trains) and anchors c_phi0, per task id."""
+    with timer("composer"), torch.set_grad_enabled(cfg.train_composer):
+        lat = dict(zip(task_ids, composer.encode(prompts, exps)))
+    with timer("composer"):
+        if cfg.margin.anchor_weight:
+            with torch.no_grad():
+                anchor = dict(zip(task_ids, composer.encode(prompts, exps, anchor=True)))
+        else:
+            anchor = {k: v.detach() for k, v in lat.items()}
+    return lat, anchor
+
+
+def composer_step(composer: Composer, optimizer: torch.optim.Optimizer, grad_clip: float | None, dist: DistInfo,
+                  timer: Timer) -> dict[str, float]:
+    """Sum the composer's gradients over ranks, clip, step (skipped when a norm is not finite)."""
+    with timer("composer"):
+        sync_gradients(composer.trainable_parameters(), dist)
+        norms = clip_composer_grads(composer, grad_clip)
+        finite = all(torch.isfinite(torch.tensor(v)) for v in norms.values())
+        if finite:
+            optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return {f"composer/{k}": v for k, v in norms.items()} | {"composer/skipped_update": float(not finite)}
