@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from envs.micro.domains import DOMAINS
-from envs.micro.domains.base import Domain, TaskSpec, split_vocab
+from envs.micro.domains.base import Domain, TaskSpec, split_vocab, tool_names
 from envs.tools import function_schema
 
 WORLD_VERSION = 2
@@ -54,11 +54,6 @@ class WorldFiles:
     """scenarios.jsonl: every task of both splits."""
     manifest: Path
     """manifest.json: seed, sizes, version, fingerprint."""
-
-
-def tool_names(cls: type) -> list[str]:
-    """Public methods of an env class, in definition order: its tools."""
-    return [n for n, v in vars(cls).items() if inspect.isfunction(v) and not n.startswith("_")]
 
 
 def env_record(domain: Domain) -> dict[str, Any]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from envs.micro.domains.base import Domain, TaskSpec, Vocab, check, new_ids, rows
+from envs.micro.domains.base import Domain, TaskSpec, Vocab, operation_types
+from envs.micro.domains.tasks import cell, check, first_template, new_ids, rows, table, task
 
 
 class BankSystem:
@@ -121,84 +122,90 @@ REASONS = (
 )
 
 
+KINDS = ("checking", "savings")
+
+
 def make_task(rng: random.Random, v: Vocab) -> TaskSpec:
     names = v.people(rng, 3)
-    ids = new_ids(rng, "A", 6)
-    accounts = {}
-    for i, name in enumerate(names):
-        for j, kind in enumerate(("checking", "savings")):
-            aid = ids[2 * i + j]
-            accounts[aid] = {
-                "account_id": aid,
-                "owner": name,
-                "kind": kind,
-                "balance": rng.randint(20, 200) * 10,
-                "frozen": False,
-            }
-    by = {(a["owner"], a["kind"]): a["account_id"] for a in accounts.values()}
-    cfg = {"accounts": accounts, "transfers": {}, "next_transfer_no": rng.randint(100, 900)}
-    a_name, b_name = names[0], names[1]
-    if rng.random() < 0.6:
-        ka, kb = rng.choice(("checking", "savings")), rng.choice(("checking", "savings"))
-        src, dst = by[(a_name, ka)], by[(b_name, kb)]
-        amount = rng.randint(1, accounts[src]["balance"] // 10 - 1) * 10
-        text = rng.choice(
-            [
-                "Move ${m} from {a}'s {ka} account to {b}'s {kb} account.",
-                "{a} wants to send ${m} from their {ka} account to the {kb} account of {b}.",
-            ]
-        )
-        mine = rows("transfers", from_account=src, to_account=dst, amount=amount)
-        checks = [
-            check(
-                f"A transfer of ${amount} from {a_name}'s {ka} to {b_name}'s {kb} exists",
-                f"return len({mine}) > 0",
-            ),
-            check("The transfer is completed", f"return any(t['status'] == 'completed' for t in {mine})"),
-            check(
-                f"{a_name}'s {ka} balance went down by {amount}",
-                f"return final_state['accounts'][{src!r}]['balance'] == {accounts[src]['balance'] - amount}",
-            ),
-            check(
-                f"{b_name}'s {kb} balance went up by {amount}",
-                f"return final_state['accounts'][{dst!r}]['balance'] == {accounts[dst]['balance'] + amount}",
-            ),
-        ]
-        return TaskSpec(
-            "transfer",
-            text.format(m=amount, a=a_name, ka=ka, b=b_name, kb=kb),
-            cfg,
-            checks,
-            {"from_owner": a_name, "from_kind": ka, "to_owner": b_name, "to_kind": kb, "amount": amount},
-        )
-    kind = rng.choice(("checking", "savings"))
-    reason = v.sample("reason", rng, 1)[0]
-    target, other = by[(a_name, kind)], by[(a_name, "savings" if kind == "checking" else "checking")]
-    text = rng.choice(
-        ["Freeze {a}'s {k} account; the reason is {r}.", "Because of {r}, {a}'s {k} account must be frozen."]
+    cfg = {"accounts": _accounts(rng, names), "transfers": {}, "next_transfer_no": rng.randint(100, 900)}
+    if first_template(rng):
+        return _transfer_task(rng, cfg, names[0], names[1])
+    return _freeze_task(rng, v, cfg, names[0])
+
+
+def _accounts(rng: random.Random, names: list[str]) -> dict[str, dict[str, Any]]:
+    """A checking and a savings account per holder, each with a random balance."""
+    ids = new_ids(rng, "A", len(KINDS) * len(names))
+    return table(
+        "account_id",
+        ids,
+        owner=[name for name in names for _ in KINDS],
+        kind=KINDS * len(names),
+        balance=[rng.randint(20, 200) * 10 for _ in ids],
+        frozen=[False] * len(ids),
     )
+
+
+def _account_of(accounts: dict[str, dict[str, Any]], owner: str, kind: str) -> str:
+    return next(a["account_id"] for a in accounts.values() if (a["owner"], a["kind"]) == (owner, kind))
+
+
+def _transfer_task(rng: random.Random, cfg: dict[str, Any], a_name: str, b_name: str) -> TaskSpec:
+    """Money moves from one holder's account to another's: create, then authorize."""
+    accounts = cfg["accounts"]
+    ka, kb = rng.choice(KINDS), rng.choice(KINDS)
+    src, dst = _account_of(accounts, a_name, ka), _account_of(accounts, b_name, kb)
+    amount = rng.randint(1, accounts[src]["balance"] // 10 - 1) * 10
+    mine = rows("transfers", from_account=src, to_account=dst, amount=amount)
     checks = [
         check(
-            f"{a_name}'s {kind} account is frozen",
-            f"return final_state['accounts'][{target!r}]['frozen'] is True",
+            f"A transfer of ${amount} from {a_name}'s {ka} to {b_name}'s {kb} exists",
+            f"return len({mine}) > 0",
         ),
+        check("The transfer is completed", f"return any(t['status'] == 'completed' for t in {mine})"),
+        check(
+            f"{a_name}'s {ka} balance went down by {amount}",
+            f"return {cell('accounts', src, 'balance')} == {accounts[src]['balance'] - amount}",
+        ),
+        check(
+            f"{b_name}'s {kb} balance went up by {amount}",
+            f"return {cell('accounts', dst, 'balance')} == {accounts[dst]['balance'] + amount}",
+        ),
+    ]
+    texts = (
+        "Move ${amount} from {from_owner}'s {from_kind} account to {to_owner}'s {to_kind} account.",
+        (
+            "{from_owner} wants to send ${amount} from their {from_kind} account "
+            "to the {to_kind} account of {to_owner}."
+        ),
+    )
+    params = {"from_owner": a_name, "from_kind": ka, "to_owner": b_name, "to_kind": kb, "amount": amount}
+    return task(rng, "transfer", texts, cfg, checks, params)
+
+
+def _freeze_task(rng: random.Random, v: Vocab, cfg: dict[str, Any], owner: str) -> TaskSpec:
+    """One of the holder's two accounts is frozen, with a reason."""
+    kind = rng.choice(KINDS)
+    reason = v.sample("reason", rng, 1)[0]
+    other_kind = "savings" if kind == "checking" else "checking"
+    target, other = _account_of(cfg["accounts"], owner, kind), _account_of(cfg["accounts"], owner, other_kind)
+    frozen = f"{cell('accounts', target, 'frozen')} is True"
+    checks = [
+        check(f"{owner}'s {kind} account is frozen", f"return {frozen}"),
         check(
             f"The freeze reason is '{reason}'",
             f"return final_state['accounts'][{target!r}].get('freeze_reason') == {reason!r}",
         ),
         check(
-            f"{a_name}'s other account is not frozen",
-            f"return final_state['accounts'][{target!r}]['frozen'] is True "
-            f"and final_state['accounts'][{other!r}]['frozen'] is False",
+            f"{owner}'s other account is not frozen",
+            f"return {frozen} and {cell('accounts', other, 'frozen')} is False",
         ),
     ]
-    return TaskSpec(
-        "freeze",
-        text.format(a=a_name, k=kind, r=reason),
-        cfg,
-        checks,
-        {"owner": a_name, "kind": kind, "reason": reason},
+    texts = (
+        "Freeze {owner}'s {kind} account; the reason is {reason}.",
+        "Because of {reason}, {owner}'s {kind} account must be frozen.",
     )
+    return task(rng, "freeze", texts, cfg, checks, {"owner": owner, "kind": kind, "reason": reason})
 
 
 def _account(result: dict, kind: str, wrong: bool = False) -> str:
@@ -246,12 +253,5 @@ DOMAIN = Domain(
     },
     distractors=("get_exchange_rate", "request_statement"),
     expert_success=0.15,
-    operations={
-        "lookup_accounts": "query",
-        "create_transfer": "state_change",
-        "authorize_transfer": "state_change",
-        "freeze_account": "state_change",
-        "get_exchange_rate": "query",
-        "request_statement": "query",
-    },
+    operations=operation_types(BankSystem, "create_transfer", "authorize_transfer", "freeze_account"),
 )

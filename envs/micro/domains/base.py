@@ -11,10 +11,13 @@ and a checklist of ``check_func`` sources), and a scripted solver written as a g
 
 ``mistake`` names a wrong procedure (skip a step, pick the wrong entity, use a distractor tool,
 stop early); None is the correct procedure, which always scores 1.0 and every mistake scores less.
+
+:mod:`envs.micro.domains.tasks` holds the helpers the task generators share.
 """
 
 from __future__ import annotations
 
+import inspect
 import random
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
@@ -162,27 +165,21 @@ def split_vocab(seed: int, domain_vocab: Mapping[str, tuple[str, ...]]) -> dict[
     return {"train": Vocab(train), "eval": Vocab(evals)}
 
 
-def new_ids(rng: random.Random, prefix: str, k: int) -> list[str]:
-    """k distinct ids like 'C418' (three digits, so they must be read, not guessed)."""
-    return [f"{prefix}{n}" for n in rng.sample(range(100, 1000), k)]
-
-
-def check(item: str, *body: str) -> dict[str, str]:
-    """A checklist entry: ``check_func(final_state)`` with ``body`` as its lines."""
-    lines = "".join(f"    {line}\n" for line in body)
-    return {"check_item": item, "check_func": f"def check_func(final_state):\n{lines}"}
-
-
 def first_data(result: Any) -> dict[str, Any]:
     """The first entry of a successful list result (solvers read ids this way)."""
     return result["data"][0]
 
 
-def rows(table: str, extra: str = "", **equal: Any) -> str:
-    """Source of the list of ``final_state[table]`` rows whose fields equal ``equal`` (and ``extra`` holds).
+def tool_names(cls: type) -> list[str]:
+    """Public methods of an env class, in definition order: its tools."""
+    return [n for n, v in vars(cls).items() if inspect.isfunction(v) and not n.startswith("_")]
 
-    >>> rows("orders", customer_id="C1")
-    "[r for r in final_state['orders'].values() if r['customer_id'] == 'C1']"
-    """
-    conds = [f"r[{k!r}] == {v!r}" for k, v in equal.items()] + ([extra] if extra else [])
-    return f"[r for r in final_state[{table!r}].values() if {' and '.join(conds)}]"
+
+def operation_types(env_class: type, *state_changes: str) -> dict[str, str]:
+    """EnvScaler's operation type of every tool of ``env_class``: 'state_change' for the tools named,
+    'query' for the others."""
+    tools = tool_names(env_class)
+    unknown = sorted(set(state_changes) - set(tools))
+    if unknown:
+        raise ValueError(f"{env_class.__name__} has no tools {unknown}")
+    return {n: "state_change" if n in state_changes else "query" for n in tools}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from envs.micro.domains.base import Domain, TaskSpec, Vocab, check, first_data, new_ids, rows
+from envs.micro.domains.base import Domain, TaskSpec, Vocab, first_data, operation_types
+from envs.micro.domains.tasks import cell, check, first_template, new_ids, rows, table, task
 
 
 class CalendarSystem:
@@ -162,93 +163,88 @@ def make_task(rng: random.Random, v: Vocab) -> TaskSpec:
     names = v.people(rng, 3)
     titles = v.sample("event", rng, 3)
     pids, rids = new_ids(rng, "U", 3), new_ids(rng, "R", 4)
-    people = {p: {"person_id": p, "name": n} for p, n in zip(pids, names, strict=True)}
     caps = sorted(rng.sample(range(2, 21), 4))
-    rooms = {
-        r: {"room_id": r, "name": f"Room {r[1:]}", "capacity": c} for r, c in zip(rids, caps, strict=True)
-    }
     day, slot = rng.choice(DAYS), rng.choice(SLOTS)
-    base = rng.randint(100, 900)
-    who, pid = names[0], pids[0]
-    if rng.random() < 0.6:
-        need = rng.randint(caps[0] + 1, caps[2])  # the smallest room is always too small
-        # the smallest room that would fit is taken at that time by someone else's event
-        fit = min(r for r in rids if rooms[r]["capacity"] >= need)
-        events = {
-            f"E{base - 1}": {
-                "event_id": f"E{base - 1}",
-                "title": titles[1],
-                "day": day,
-                "slot": slot,
-                "room_id": fit,
-                "attendees": [pids[1]],
-                "status": "scheduled",
-            }
-        }
-        cfg = {"people": people, "rooms": rooms, "events": events, "reminders": [], "next_event_no": base}
-        title = titles[0]
-        mine = rows("events", title=title, day=day, slot=slot, status="scheduled")
-        caps_map = {r: rooms[r]["capacity"] for r in rids}
-        checks = [
-            check(f"'{title}' is scheduled on {day} at {slot}", f"return len({mine}) > 0"),
-            check(
-                f"Its room seats {need}",
-                f"return any({caps_map!r}.get(e['room_id'], 0) >= {need} for e in {mine})",
-            ),
-            check(
-                "Its room is not double-booked",
-                f"return len({mine}) > 0 and all(e['room_id'] != {fit!r} for e in {mine})",
-            ),
-            check(f"{who} is invited", f"return any({pid!r} in e['attendees'] for e in {mine})"),
-        ]
-        text = rng.choice(
-            [
-                "Book a room for '{t}' on {d} at {s} for {n} people and invite {w}.",
-                "Set up '{t}' ({n} seats) on {d} at {s}; {w} must attend.",
-            ]
-        )
-        return TaskSpec(
-            "schedule",
-            text.format(t=title, d=day, s=slot, n=need, w=who),
-            cfg,
-            checks,
-            {"person": who, "title": title, "day": day, "slot": slot, "seats": need},
-        )
-    # cancel: the person has the same meeting title on two days; only one is cancelled
-    other_day = rng.choice([d for d in DAYS if d != day])
-    ids = [f"E{base - 2}", f"E{base - 1}"]
-    events = {
-        e: {
-            "event_id": e,
-            "title": titles[0],
-            "day": d,
-            "slot": slot,
-            "room_id": rids[3],
-            "attendees": [pid, pids[1]],
-            "status": "scheduled",
-        }
-        for e, d in zip(ids, (day, other_day), strict=True)
+    cfg = {
+        "people": table("person_id", pids, name=names),
+        "rooms": table("room_id", rids, name=[f"Room {r[1:]}" for r in rids], capacity=caps),
+        "events": {},
+        "reminders": [],
+        "next_event_no": rng.randint(100, 900),
     }
-    cfg = {"people": people, "rooms": rooms, "events": events, "reminders": [], "next_event_no": base}
+    if first_template(rng):
+        return _schedule_task(rng, cfg, titles, day, slot)
+    return _cancel_task(rng, cfg, titles[0], day, slot)
+
+
+def _event(eid: str, title: str, day: str, slot: str, room_id: str, attendees: list[str]) -> dict[str, Any]:
+    return {
+        "event_id": eid,
+        "title": title,
+        "day": day,
+        "slot": slot,
+        "room_id": room_id,
+        "attendees": attendees,
+        "status": "scheduled",
+    }
+
+
+def _schedule_task(
+    rng: random.Random, cfg: dict[str, Any], titles: list[str], day: str, slot: str
+) -> TaskSpec:
+    """The first person's event needs a room with enough seats that is free at that time."""
+    pids, rooms = list(cfg["people"]), cfg["rooms"]
+    caps = sorted(r["capacity"] for r in rooms.values())
+    need = rng.randint(caps[0] + 1, caps[2])  # the smallest room is always too small
+    # a room that would fit (the lowest id) is taken at that time by someone else's event
+    fit = min(r for r in rooms if rooms[r]["capacity"] >= need)
+    busy = f"E{cfg['next_event_no'] - 1}"
+    cfg["events"] = {busy: _event(busy, titles[1], day, slot, fit, [pids[1]])}
+    title, who = titles[0], cfg["people"][pids[0]]["name"]
+    mine = rows("events", title=title, day=day, slot=slot, status="scheduled")
+    caps_map = {r: rooms[r]["capacity"] for r in rooms}
     checks = [
+        check(f"'{title}' is scheduled on {day} at {slot}", f"return len({mine}) > 0"),
         check(
-            f"'{titles[0]}' on {day} is cancelled",
-            f"return final_state['events'][{ids[0]!r}]['status'] == 'cancelled'",
+            f"Its room seats {need}",
+            f"return any({caps_map!r}.get(e['room_id'], 0) >= {need} for e in {mine})",
         ),
         check(
-            f"'{titles[0]}' on {other_day} still takes place",
-            f"return final_state['events'][{ids[0]!r}]['status'] == 'cancelled' and "
-            f"final_state['events'][{ids[1]!r}]['status'] == 'scheduled'",
+            "Its room is not double-booked",
+            f"return len({mine}) > 0 and all(e['room_id'] != {fit!r} for e in {mine})",
+        ),
+        check(f"{who} is invited", f"return any({pids[0]!r} in e['attendees'] for e in {mine})"),
+    ]
+    texts = (
+        "Book a room for '{title}' on {day} at {slot} for {seats} people and invite {person}.",
+        "Set up '{title}' ({seats} seats) on {day} at {slot}; {person} must attend.",
+    )
+    params = {"person": who, "title": title, "day": day, "slot": slot, "seats": need}
+    return task(rng, "schedule", texts, cfg, checks, params)
+
+
+def _cancel_task(rng: random.Random, cfg: dict[str, Any], title: str, day: str, slot: str) -> TaskSpec:
+    """The first person has the same meeting on two days; only the one on ``day`` is cancelled."""
+    other_day = rng.choice([d for d in DAYS if d != day])
+    pids, room = list(cfg["people"]), list(cfg["rooms"])[3]
+    ids = [f"E{cfg['next_event_no'] - 2}", f"E{cfg['next_event_no'] - 1}"]
+    cfg["events"] = {
+        e: _event(e, title, d, slot, room, pids[:2]) for e, d in zip(ids, (day, other_day), strict=True)
+    }
+    cancelled = f"{cell('events', ids[0], 'status')} == 'cancelled'"
+    checks = [
+        check(f"'{title}' on {day} is cancelled", f"return {cancelled}"),
+        check(
+            f"'{title}' on {other_day} still takes place",
+            f"return {cancelled} and {cell('events', ids[1], 'status')} == 'scheduled'",
         ),
     ]
-    text = rng.choice(["Cancel {w}'s '{t}' on {d}.", "{w} says the '{t}' meeting on {d} is off; cancel it."])
-    return TaskSpec(
-        "cancel",
-        text.format(w=who, t=titles[0], d=day),
-        cfg,
-        checks,
-        {"person": who, "title": titles[0], "day": day},
+    texts = (
+        "Cancel {person}'s '{title}' on {day}.",
+        "{person} says the '{title}' meeting on {day} is off; cancel it.",
     )
+    who = cfg["people"][pids[0]]["name"]
+    return task(rng, "cancel", texts, cfg, checks, {"person": who, "title": title, "day": day})
 
 
 def solve(p: dict[str, Any], mistake: str | None = None):
@@ -290,12 +286,7 @@ DOMAIN = Domain(
     mistakes={"schedule": ("small_room", "reminder_instead", "stop_early"), "cancel": ("wrong_day",)},
     distractors=("send_reminder",),
     expert_success=0.2,
-    operations={
-        "find_person": "query",
-        "find_free_room": "query",
-        "create_event": "state_change",
-        "add_attendee": "state_change",
-        "cancel_event": "state_change",
-        "send_reminder": "state_change",
-    },
+    operations=operation_types(
+        CalendarSystem, "create_event", "add_attendee", "cancel_event", "send_reminder"
+    ),
 )

@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from envs.micro.domains.base import Domain, TaskSpec, Vocab, check, first_data, new_ids
+from envs.micro.domains.base import Domain, TaskSpec, Vocab, first_data, operation_types
+from envs.micro.domains.tasks import cell, check, first_template, new_ids, table, task
 
 
 class FileSystem:
@@ -152,67 +153,81 @@ DOMAINS = ("example.com", "mail.org", "corp.net")
 
 def make_task(rng: random.Random, v: Vocab) -> TaskSpec:
     fnames = v.sample("folder", rng, 3)
-    files = v.sample("file", rng, 4)
+    names = v.sample("file", rng, 4)
     fids, ids = new_ids(rng, "D", 3), new_ids(rng, "F", 6)
-    folders = {f: {"folder_id": f, "name": n} for f, n in zip(fids, fnames, strict=True)}
-    src, dst = fids[0], fids[1]
-    target = files[0]
-    # the target name also exists in the destination folder: only the listing of the source tells them apart
+    cfg = {
+        "folders": table("folder_id", fids, name=fnames),
+        "files": _files(ids, names, fids),
+        "next_file_no": rng.randint(100, 900),
+    }
+    person = v.people(rng, 1)[0]
+    email = f"{person.split()[0].lower()}.{person.split()[1].lower()}@{rng.choice(DOMAINS)}"
+    if first_template(rng):
+        return _move_share_task(rng, cfg, names[0], fnames, email)
+    return _share_task(rng, cfg, names[0], fnames, email)
+
+
+def _files(ids: list[str], names: list[str], fids: list[str]) -> dict[str, dict[str, Any]]:
+    """The drive's files: the target (the first file, ``names[0]`` in the source folder) has a twin of the
+    same name (the fourth) in the destination, so only the listing of the source folder tells them apart."""
+    src, dst, third = fids
     layout = [
-        (target, src),
-        (files[1], src),
-        (files[2], src),
-        (target, dst),
-        (files[3], dst),
-        (files[1], fids[2]),
+        (names[0], src),
+        (names[1], src),
+        (names[2], src),
+        (names[0], dst),
+        (names[3], dst),
+        (names[1], third),
     ]
-    fs = {
+    return {
         i: {"file_id": i, "name": n, "folder_id": f, "shared_with": []}
         for i, (n, f) in zip(ids, layout, strict=True)
     }
-    cfg = {"folders": folders, "files": fs, "next_file_no": rng.randint(100, 900)}
-    person = v.people(rng, 1)[0]
-    email = f"{person.split()[0].lower()}.{person.split()[1].lower()}@{rng.choice(DOMAINS)}"
-    tid, twin = ids[0], ids[3]
-    shared = f"{email!r} in final_state['files'][{tid!r}]['shared_with']"
-    if rng.random() < 0.6:
-        checks = [
-            check(
-                f"{target} from '{fnames[0]}' is now in '{fnames[1]}'",
-                f"return final_state['files'][{tid!r}]['folder_id'] == {dst!r}",
-            ),
-            check(f"It is shared with {email}", f"return {shared}"),
-        ]
-        text = rng.choice(
-            [
-                "Move '{f}' from the '{s}' folder to '{d}' and share it with {e}.",
-                "Put the '{s}' copy of '{f}' into '{d}', then give {e} access to it.",
-            ]
-        )
-        return TaskSpec(
-            "move_share",
-            text.format(f=target, s=fnames[0], d=fnames[1], e=email),
-            cfg,
-            checks,
-            {"file": target, "source": fnames[0], "dest": fnames[1], "email": email},
-        )
+
+
+def _shared_with(email: str, file_id: str) -> str:
+    """Source of: the file is shared with ``email``."""
+    return f"{email!r} in {cell('files', file_id, 'shared_with')}"
+
+
+def _move_share_task(
+    rng: random.Random, cfg: dict[str, Any], target: str, fnames: list[str], email: str
+) -> TaskSpec:
+    """The source folder's copy moves to the destination folder and is shared."""
+    tid, dst = next(iter(cfg["files"])), list(cfg["folders"])[1]  # the source copy, the destination
+    shared = _shared_with(email, tid)
+    checks = [
+        check(
+            f"{target} from '{fnames[0]}' is now in '{fnames[1]}'",
+            f"return {cell('files', tid, 'folder_id')} == {dst!r}",
+        ),
+        check(f"It is shared with {email}", f"return {shared}"),
+    ]
+    texts = (
+        "Move '{file}' from the '{source}' folder to '{dest}' and share it with {email}.",
+        "Put the '{source}' copy of '{file}' into '{dest}', then give {email} access to it.",
+    )
+    params = {"file": target, "source": fnames[0], "dest": fnames[1], "email": email}
+    return task(rng, "move_share", texts, cfg, checks, params)
+
+
+def _share_task(
+    rng: random.Random, cfg: dict[str, Any], target: str, fnames: list[str], email: str
+) -> TaskSpec:
+    """The source folder's copy is shared; its twin in the other folder is not."""
+    file_ids = list(cfg["files"])
+    tid, twin = file_ids[0], file_ids[3]  # the source copy and its namesake in the destination
+    shared = _shared_with(email, tid)
     checks = [
         check(f"{target} in '{fnames[0]}' is shared with {email}", f"return {shared}"),
-        check(
-            "Only that copy is shared",
-            f"return {shared} and final_state['files'][{twin!r}]['shared_with'] == []",
-        ),
+        check("Only that copy is shared", f"return {shared} and {cell('files', twin, 'shared_with')} == []"),
     ]
-    text = rng.choice(
-        ["Share '{f}' in the '{s}' folder with {e}.", "Give {e} access to the file '{f}' that sits in '{s}'."]
+    texts = (
+        "Share '{file}' in the '{source}' folder with {email}.",
+        "Give {email} access to the file '{file}' that sits in '{source}'.",
     )
-    return TaskSpec(
-        "share",
-        text.format(f=target, s=fnames[0], e=email),
-        cfg,
-        checks,
-        {"file": target, "source": fnames[0], "other": fnames[1], "email": email},
-    )
+    params = {"file": target, "source": fnames[0], "other": fnames[1], "email": email}
+    return task(rng, "share", texts, cfg, checks, params)
 
 
 def solve(p: dict[str, Any], mistake: str | None = None):
@@ -247,12 +262,5 @@ DOMAIN = Domain(
     mistakes={"move_share": ("skip_share", "share_only", "compress_instead"), "share": ("wrong_folder",)},
     distractors=("compress_file", "get_disk_usage"),
     expert_success=0.1,
-    operations={
-        "find_folder": "query",
-        "list_folder": "query",
-        "move_file": "state_change",
-        "share_file": "state_change",
-        "compress_file": "state_change",
-        "get_disk_usage": "query",
-    },
+    operations=operation_types(FileSystem, "move_file", "share_file", "compress_file"),
 )

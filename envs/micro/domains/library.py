@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from envs.micro.domains.base import Domain, TaskSpec, Vocab, check, first_data, new_ids, rows
+from envs.micro.domains.base import Domain, TaskSpec, Vocab, first_data, operation_types
+from envs.micro.domains.tasks import cell, check, first_template, new_ids, rows, table, task
 
 
 class LibrarySystem:
@@ -143,73 +144,65 @@ def make_task(rng: random.Random, v: Vocab) -> TaskSpec:
     names = v.people(rng, 3)
     titles = v.sample("title", rng, 5)
     mids, bids = new_ids(rng, "M", 3), new_ids(rng, "B", 5)
-    members = {m: {"member_id": m, "name": n} for m, n in zip(mids, names, strict=True)}
-    books = {
-        b: {"book_id": b, "title": t, "copies_available": rng.randint(1, 3)}
-        for b, t in zip(bids, titles, strict=True)
-    }
+    books = table("book_id", bids, title=titles, copies_available=[rng.randint(1, 3) for _ in bids])
     base = rng.randint(100, 900)
-    who, mid, want = names[0], mids[0], bids[1]
-    loans = {
-        f"L{base - 1}": {
-            "loan_id": f"L{base - 1}",
-            "member_id": mids[1],
-            "book_id": bids[2],
-            "status": "active",
-        }
-    }
-    swap = rng.random() < 0.6
-    if swap:
-        loans[f"L{base - 2}"] = {
-            "loan_id": f"L{base - 2}",
-            "member_id": mid,
-            "book_id": bids[0],
-            "status": "active",
-        }
     cfg = {
-        "members": members,
+        "members": table("member_id", mids, name=names),
         "books": books,
-        "loans": loans,
+        "loans": {f"L{base - 1}": _loan(f"L{base - 1}", mids[1], bids[2])},  # someone else's loan
         "holds": [],
         "next_loan_no": base,
         "max_loans": 1,
     }
+    if first_template(rng):
+        return _swap_task(rng, cfg, names[0], mids[0], bids[:2])
+    return _borrow_task(rng, cfg, names[0], mids[0], bids[1])
+
+
+def _loan(loan_id: str, member_id: str, book_id: str) -> dict[str, str]:
+    return {"loan_id": loan_id, "member_id": member_id, "book_id": book_id, "status": "active"}
+
+
+def _borrow_checks(cfg: dict[str, Any], who: str, mid: str, want: str) -> list[dict[str, str]]:
+    """The member has the wanted book on loan and one copy left the shelf."""
     new = rows("loans", member_id=mid, book_id=want, status="active")
-    left, back = books[want]["copies_available"] - 1, books[bids[0]]["copies_available"] + 1
-    borrow = [
-        check(f"{who} has '{titles[1]}' on loan", f"return len({new}) > 0"),
+    title, left = cfg["books"][want]["title"], cfg["books"][want]["copies_available"] - 1
+    return [
+        check(f"{who} has '{title}' on loan", f"return len({new}) > 0"),
         check(
-            f"One copy of '{titles[1]}' left the shelf",
-            f"return final_state['books'][{want!r}]['copies_available'] == {left}",
+            f"One copy of '{title}' left the shelf",
+            f"return {cell('books', want, 'copies_available')} == {left}",
         ),
     ]
-    if not swap:
-        text = rng.choice(["{m} wants to borrow '{t}'.", "Check out '{t}' for library member {m}."])
-        return TaskSpec(
-            "borrow", text.format(m=who, t=titles[1]), cfg, borrow, {"member": who, "borrow": titles[1]}
-        )
-    old = f"L{base - 2}"
-    text = rng.choice(
-        [
-            "{m} is returning '{r}' and wants to borrow '{t}'.",
-            "Member {m} brings back '{r}'; lend them '{t}' instead.",
-        ]
-    )
+
+
+def _borrow_task(rng: random.Random, cfg: dict[str, Any], who: str, mid: str, want: str) -> TaskSpec:
+    """The member, with no loan of their own, borrows a book."""
+    texts = ("{member} wants to borrow '{borrow}'.", "Check out '{borrow}' for library member {member}.")
+    params = {"member": who, "borrow": cfg["books"][want]["title"]}
+    return task(rng, "borrow", texts, cfg, _borrow_checks(cfg, who, mid, want), params)
+
+
+def _swap_task(rng: random.Random, cfg: dict[str, Any], who: str, mid: str, bids: list[str]) -> TaskSpec:
+    """The member holds the one loan allowed (of ``bids[0]``): return it first, then borrow ``bids[1]``."""
+    back_id, want = bids
+    old = f"L{cfg['next_loan_no'] - 2}"
+    cfg["loans"][old] = _loan(old, mid, back_id)
+    back = cfg["books"][back_id]
     checks = [
-        check(f"'{titles[0]}' was returned", f"return final_state['loans'][{old!r}]['status'] == 'returned'"),
+        check(f"'{back['title']}' was returned", f"return {cell('loans', old, 'status')} == 'returned'"),
         check(
-            f"'{titles[0]}' is back on the shelf",
-            f"return final_state['books'][{bids[0]!r}]['copies_available'] == {back}",
+            f"'{back['title']}' is back on the shelf",
+            f"return {cell('books', back_id, 'copies_available')} == {back['copies_available'] + 1}",
         ),
-        *borrow,
+        *_borrow_checks(cfg, who, mid, want),
     ]
-    return TaskSpec(
-        "swap",
-        text.format(m=who, r=titles[0], t=titles[1]),
-        cfg,
-        checks,
-        {"member": who, "return": titles[0], "borrow": titles[1]},
+    texts = (
+        "{member} is returning '{return}' and wants to borrow '{borrow}'.",
+        "Member {member} brings back '{return}'; lend them '{borrow}' instead.",
     )
+    params = {"member": who, "return": back["title"], "borrow": cfg["books"][want]["title"]}
+    return task(rng, "swap", texts, cfg, checks, params)
 
 
 def solve(p: dict[str, Any], mistake: str | None = None):
@@ -243,12 +236,5 @@ DOMAIN = Domain(
     },
     distractors=("place_hold",),
     expert_success=0.1,
-    operations={
-        "find_member": "query",
-        "list_loans": "query",
-        "return_book": "state_change",
-        "search_catalog": "query",
-        "checkout_book": "state_change",
-        "place_hold": "state_change",
-    },
+    operations=operation_types(LibrarySystem, "return_book", "checkout_book", "place_hold"),
 )

@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from envs.micro.domains.base import Domain, TaskSpec, Vocab, check, first_data, new_ids, rows
+from envs.micro.domains.base import Domain, TaskSpec, Vocab, first_data, operation_types
+from envs.micro.domains.tasks import cell, check, first_template, new_ids, rows, table, task
 
 
 class ShopSystem:
@@ -165,41 +166,45 @@ def make_task(rng: random.Random, v: Vocab) -> TaskSpec:
     names = v.people(rng, 4)
     prods = v.sample("product", rng, 5)
     cids, pids = new_ids(rng, "C", 4), new_ids(rng, "P", 5)
-    customers = {c: {"customer_id": c, "name": n} for c, n in zip(cids, names, strict=True)}
     products = {
         p: {"product_id": p, "name": n, "price": rng.randint(5, 300), "stock": rng.randint(5, 20)}
         for p, n in zip(pids, prods, strict=True)
     }
-    who, cid = names[0], cids[0]
-    base = rng.randint(100, 900)
-    if rng.random() < 0.6:
-        qty = rng.randint(1, 4)
-        pid = pids[0]
-        cfg = {"customers": customers, "products": products, "orders": {}, "next_order_no": base}
-        text = rng.choice(
-            ["Place an order of {q} x {p} for customer {c}.", "{c} wants to buy {q} {p}. Order it for them."]
-        )
-        stock = products[pid]["stock"]
-        mine = rows("orders", customer_id=cid, product_id=pid)
-        checks = [
-            check(f"{who} has an order of {prods[0]}", f"return len({mine}) > 0"),
-            check(f"The order is for {qty} items", f"return any(o['quantity'] == {qty} for o in {mine})"),
-            check("The order is confirmed", f"return any(o['status'] == 'confirmed' for o in {mine})"),
-            check(
-                f"{qty} {prods[0]} left the stock",
-                f"return final_state['products'][{pid!r}]['stock'] == {stock - qty}",
-            ),
-        ]
-        return TaskSpec(
-            "order",
-            text.format(q=qty, p=prods[0], c=who),
-            cfg,
-            checks,
-            {"customer": who, "product": prods[0], "quantity": qty},
-        )
-    # cancel: the customer has two confirmed orders; one must be cancelled
-    oids = [f"O{base - 2}", f"O{base - 1}"]
-    orders = {
+    cfg = {
+        "customers": table("customer_id", cids, name=names),
+        "products": products,
+        "orders": {},
+        "next_order_no": rng.randint(100, 900),
+    }
+    if first_template(rng):
+        return _order_task(rng, cfg, cids[0], pids[0])
+    return _cancel_task(rng, cfg, cids[0], pids[:2])
+
+
+def _order_task(rng: random.Random, cfg: dict[str, Any], cid: str, pid: str) -> TaskSpec:
+    """The customer orders a product: create, then confirm."""
+    who, product = cfg["customers"][cid]["name"], cfg["products"][pid]["name"]
+    stock = cfg["products"][pid]["stock"]
+    qty = rng.randint(1, 4)
+    mine = rows("orders", customer_id=cid, product_id=pid)
+    checks = [
+        check(f"{who} has an order of {product}", f"return len({mine}) > 0"),
+        check(f"The order is for {qty} items", f"return any(o['quantity'] == {qty} for o in {mine})"),
+        check("The order is confirmed", f"return any(o['status'] == 'confirmed' for o in {mine})"),
+        check(f"{qty} {product} left the stock", f"return {cell('products', pid, 'stock')} == {stock - qty}"),
+    ]
+    texts = (
+        "Place an order of {quantity} x {product} for customer {customer}.",
+        "{customer} wants to buy {quantity} {product}. Order it for them.",
+    )
+    return task(rng, "order", texts, cfg, checks, {"customer": who, "product": product, "quantity": qty})
+
+
+def _cancel_task(rng: random.Random, cfg: dict[str, Any], cid: str, pids: list[str]) -> TaskSpec:
+    """The customer has two confirmed orders (of ``pids``); the first must be cancelled."""
+    who, product = cfg["customers"][cid]["name"], cfg["products"][pids[0]]["name"]
+    target, keep = f"O{cfg['next_order_no'] - 2}", f"O{cfg['next_order_no'] - 1}"
+    cfg["orders"] = {
         o: {
             "order_id": o,
             "customer_id": cid,
@@ -207,28 +212,25 @@ def make_task(rng: random.Random, v: Vocab) -> TaskSpec:
             "quantity": rng.randint(1, 3),
             "status": "confirmed",
         }
-        for o, p in zip(oids, pids[:2], strict=True)
+        for o, p in zip((target, keep), pids, strict=True)
     }
-    cfg = {"customers": customers, "products": products, "orders": orders, "next_order_no": base}
-    target, keep = oids[0], oids[1]
-    stock = products[pids[0]]["stock"] + orders[target]["quantity"]
-    text = rng.choice(
-        ["Cancel {c}'s order of {p}.", "{c} no longer wants the {p} they ordered; cancel that order."]
-    )
+    stock = cfg["products"][pids[0]]["stock"] + cfg["orders"][target]["quantity"]
     checks = [
         check(
-            f"{who}'s {prods[0]} order is cancelled",
-            f"return final_state['orders'][{target!r}]['status'] == 'cancelled'",
+            f"{who}'s {product} order is cancelled",
+            f"return {cell('orders', target, 'status')} == 'cancelled'",
         ),
         check(
             "Only that order was cancelled and its items are back in stock",
-            f"return final_state['orders'][{keep!r}]['status'] == 'confirmed' and "
-            f"final_state['products'][{pids[0]!r}]['stock'] == {stock}",
+            f"return {cell('orders', keep, 'status')} == 'confirmed' and "
+            f"{cell('products', pids[0], 'stock')} == {stock}",
         ),
     ]
-    return TaskSpec(
-        "cancel", text.format(c=who, p=prods[0]), cfg, checks, {"customer": who, "product": prods[0]}
+    texts = (
+        "Cancel {customer}'s order of {product}.",
+        "{customer} no longer wants the {product} they ordered; cancel that order.",
     )
+    return task(rng, "cancel", texts, cfg, checks, {"customer": who, "product": product})
 
 
 def solve(p: dict[str, Any], mistake: str | None = None):
@@ -269,12 +271,5 @@ DOMAIN = Domain(
     mistakes={"order": ("skip_confirm", "quick_buy", "stop_early"), "cancel": ("wrong_order", "stop_early")},
     distractors=("quick_buy",),
     expert_success=0.2,
-    operations={
-        "find_customer": "query",
-        "search_products": "query",
-        "create_order": "state_change",
-        "confirm_order": "state_change",
-        "cancel_order": "state_change",
-        "quick_buy": "state_change",
-    },
+    operations=operation_types(ShopSystem, "create_order", "confirm_order", "cancel_order", "quick_buy"),
 )

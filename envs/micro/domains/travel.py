@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from envs.micro.domains.base import Domain, TaskSpec, Vocab, check, first_data, new_ids, rows
+from envs.micro.domains.base import Domain, TaskSpec, Vocab, first_data, operation_types
+from envs.micro.domains.tasks import cell, check, first_template, new_ids, rows, table, task
 
 
 class TravelSystem:
@@ -150,80 +151,92 @@ def make_task(rng: random.Random, v: Vocab) -> TaskSpec:
     names = v.people(rng, 3)
     origin, dest, elsewhere = v.sample("city", rng, 3)
     tids, fids = new_ids(rng, "V", 3), new_ids(rng, "FL", 6)
-    travelers = {t: {"traveler_id": t, "name": n} for t, n in zip(tids, names, strict=True)}
     day, other_day = rng.sample(DAYS, 2)
-    prices = rng.sample(range(80, 600, 5), 6)
     routes = [(origin, dest, day)] * 3 + [
         (origin, dest, other_day),
         (dest, origin, day),
         (origin, elsewhere, day),
     ]
+    cfg = {
+        "travelers": table("traveler_id", tids, name=names),
+        "flights": _flights(rng, fids, routes),
+        "bookings": {},
+        "next_booking_no": rng.randint(100, 900),
+    }
+    if first_template(rng):
+        return _book_task(rng, cfg, tids[0], fids[:3])
+    return _cancel_task(rng, cfg, tids[0], fids[0], fids[3])
+
+
+def _flights(
+    rng: random.Random, fids: list[str], routes: list[tuple[str, str, str]]
+) -> dict[str, dict[str, Any]]:
+    """One flight per route with a random price and seats; of the first three (one route), the first
+    listed is never the cheapest."""
+    prices = rng.sample(range(80, 600, 5), len(fids))
     flights = {
         f: {"flight_id": f, "origin": o, "destination": d, "day": dd, "price": pr, "seats": rng.randint(2, 9)}
         for f, (o, d, dd), pr in zip(fids, routes, prices, strict=True)
     }
     same = fids[:3]
-    if min(same, key=lambda f: flights[f]["price"]) == same[0]:  # the first listed is never the cheapest
+    if min(same, key=lambda f: flights[f]["price"]) == same[0]:
         flights[same[0]]["price"], flights[same[1]]["price"] = (
             flights[same[1]]["price"],
             flights[same[0]]["price"],
         )
-    cheapest = min(same, key=lambda f: flights[f]["price"])
-    who, tid = names[0], tids[0]
-    base = rng.randint(100, 900)
-    if rng.random() < 0.6:
-        cfg = {"travelers": travelers, "flights": flights, "bookings": {}, "next_booking_no": base}
-        mine = rows("bookings", f"r['flight_id'] in {same!r} and r['status'] != 'cancelled'", traveler_id=tid)
-        checks = [
-            check(f"{who} has a seat from {origin} to {dest} on {day}", f"return len({mine}) > 0"),
-            check(
-                "It is the cheapest such flight",
-                f"return any(b['flight_id'] == {cheapest!r} for b in {mine})",
-            ),
-            check("The booking is paid", f"return any(b['status'] == 'paid' for b in {mine})"),
-        ]
-        text = rng.choice(
-            [
-                "Book the cheapest flight from {o} to {d} on {day} for {w}.",
-                "{w} needs the lowest-priced {day} flight from {o} to {d}; book and pay it.",
-            ]
-        )
-        return TaskSpec(
-            "book",
-            text.format(o=origin, d=dest, day=day, w=who),
-            cfg,
-            checks,
-            {"traveler": who, "origin": origin, "destination": dest, "day": day},
-        )
-    # cancel: two paid bookings to the same city on different days
-    bids = [f"K{base - 2}", f"K{base - 1}"]
-    bookings = {
-        bids[0]: {"booking_id": bids[0], "traveler_id": tid, "flight_id": fids[0], "status": "paid"},
-        bids[1]: {"booking_id": bids[1], "traveler_id": tid, "flight_id": fids[3], "status": "paid"},
-    }
-    cfg = {"travelers": travelers, "flights": flights, "bookings": bookings, "next_booking_no": base}
-    seats = flights[fids[0]]["seats"]
+    return flights
+
+
+def _book_task(rng: random.Random, cfg: dict[str, Any], tid: str, same: list[str]) -> TaskSpec:
+    """The traveller books and pays the cheapest of the flights ``same`` (one route and day)."""
+    flight, who = cfg["flights"][same[0]], cfg["travelers"][tid]["name"]
+    origin, dest, day = flight["origin"], flight["destination"], flight["day"]
+    cheapest = min(same, key=lambda f: cfg["flights"][f]["price"])
+    mine = rows("bookings", f"r['flight_id'] in {same!r} and r['status'] != 'cancelled'", traveler_id=tid)
+    checks = [
+        check(f"{who} has a seat from {origin} to {dest} on {day}", f"return len({mine}) > 0"),
+        check(
+            "It is the cheapest such flight",
+            f"return any(b['flight_id'] == {cheapest!r} for b in {mine})",
+        ),
+        check("The booking is paid", f"return any(b['status'] == 'paid' for b in {mine})"),
+    ]
+    texts = (
+        "Book the cheapest flight from {origin} to {destination} on {day} for {traveler}.",
+        "{traveler} needs the lowest-priced {day} flight from {origin} to {destination}; book and pay it.",
+    )
+    params = {"traveler": who, "origin": origin, "destination": dest, "day": day}
+    return task(rng, "book", texts, cfg, checks, params)
+
+
+def _booking(booking_id: str, traveler_id: str, flight_id: str) -> dict[str, str]:
+    return {"booking_id": booking_id, "traveler_id": traveler_id, "flight_id": flight_id, "status": "paid"}
+
+
+def _cancel_task(rng: random.Random, cfg: dict[str, Any], tid: str, fid: str, other_fid: str) -> TaskSpec:
+    """The traveller has paid bookings on ``fid`` and ``other_fid`` (same city, other days); the first
+    is cancelled."""
+    bids = [f"K{cfg['next_booking_no'] - 2}", f"K{cfg['next_booking_no'] - 1}"]
+    cfg["bookings"] = {bids[0]: _booking(bids[0], tid, fid), bids[1]: _booking(bids[1], tid, other_fid)}
+    flight, other_day = cfg["flights"][fid], cfg["flights"][other_fid]["day"]
+    day, dest = flight["day"], flight["destination"]
     checks = [
         check(
             f"The {day} booking to {dest} is cancelled",
-            f"return final_state['bookings'][{bids[0]!r}]['status'] == 'cancelled'",
+            f"return {cell('bookings', bids[0], 'status')} == 'cancelled'",
         ),
         check(
             f"The {other_day} booking still stands and the seat is free again",
-            f"return final_state['bookings'][{bids[1]!r}]['status'] == 'paid' and "
-            f"final_state['flights'][{fids[0]!r}]['seats'] == {seats + 1}",
+            f"return {cell('bookings', bids[1], 'status')} == 'paid' and "
+            f"{cell('flights', fid, 'seats')} == {flight['seats'] + 1}",
         ),
     ]
-    text = rng.choice(
-        ["Cancel {w}'s {day} booking to {d}.", "{w} will not fly to {d} on {day}; cancel that booking."]
+    texts = (
+        "Cancel {traveler}'s {day} booking to {destination}.",
+        "{traveler} will not fly to {destination} on {day}; cancel that booking.",
     )
-    return TaskSpec(
-        "cancel",
-        text.format(w=who, day=day, d=dest),
-        cfg,
-        checks,
-        {"traveler": who, "destination": dest, "day": day},
-    )
+    params = {"traveler": cfg["travelers"][tid]["name"], "destination": dest, "day": day}
+    return task(rng, "cancel", texts, cfg, checks, params)
 
 
 def solve(p: dict[str, Any], mistake: str | None = None):
@@ -260,12 +273,5 @@ DOMAIN = Domain(
     mistakes={"book": ("first_listed", "skip_payment", "weather_first"), "cancel": ("wrong_day",)},
     distractors=("get_weather",),
     expert_success=0.25,
-    operations={
-        "find_traveler": "query",
-        "search_flights": "query",
-        "hold_seat": "state_change",
-        "pay_booking": "state_change",
-        "cancel_booking": "state_change",
-        "get_weather": "query",
-    },
+    operations=operation_types(TravelSystem, "hold_seat", "pay_booking", "cancel_booking"),
 )
