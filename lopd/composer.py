@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -181,17 +182,20 @@ class Composer(nn.Module):
         backbone.requires_grad_(False)
         backbone.eval()
         lc = self.cfg.lora
-        self.peft = get_peft_model(
-            backbone,
-            LoraConfig(
-                r=lc.r,
-                lora_alpha=lc.alpha,
-                lora_dropout=lc.dropout,
-                target_modules=list(lc.target_modules),
-                bias="none",
-            ),
-            adapter_name=lc.adapter_name,
-        )
+        # peft reads transformers' deprecated `is_gradient_checkpointing`: its FutureWarning is not ours to fix
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+            self.peft = get_peft_model(
+                backbone,
+                LoraConfig(
+                    r=lc.r,
+                    lora_alpha=lc.alpha,
+                    lora_dropout=lc.dropout,
+                    target_modules=list(lc.target_modules),
+                    bias="none",
+                ),
+                adapter_name=lc.adapter_name,
+            )
         conf = backbone.config
         self.qformer = QFormer.from_config(conf.hidden_size, conf.num_attention_heads, self.cfg.qformer)
         self.qformer.to(next(backbone.parameters()).device)

@@ -49,3 +49,11 @@ def vllm_server(tmp_path_factory):
     pool, base = launch_server(tmp_path_factory.mktemp("vllm"))
     yield pool, base
     pool.close()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``make test``: ``-n 2 --dist loadgroup``), every test of the one real vLLM server
+    runs on one worker, so the session starts one server, not one a worker."""
+    for item in items:
+        if "vllm_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("vllm"))

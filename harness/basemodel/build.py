@@ -58,6 +58,16 @@ from harness.basemodel.references import reference_framing
 from harness.models import pinned
 
 
+BASE_SOURCES = (
+    "harness/basemodel/build.py", "harness/basemodel/config.py", "harness/basemodel/references.py",
+    "harness/basemodel/corpus.py", "harness/basemodel/pretrain.py", "harness/rollout.py",
+    "harness/models/tokenizer.py", "harness/models/tiny.py", "harness/models/chat_template.jinja",
+    "envs/micro/env.py", "envs/micro/expert.py", "envs/micro/sft.py", "lopd/latent.py",
+    "envs/envscaler/env.py", "envs/envscaler/parse.py",
+)
+"""The code that makes a base besides the world (repository paths): part of its cache key."""
+
+
 def config_key(cfg: BaseModelConfig) -> str:
     """Hash of the config and of the generator code (world, corpus, tokenizer, model, fit)."""
     d = asdict(cfg)
@@ -65,13 +75,9 @@ def config_key(cfg: BaseModelConfig) -> str:
     d["pretrain"].pop("threads", None)
     h = hashlib.sha256(json.dumps(d, sort_keys=True).encode())
     h.update(f"v{BASE_VERSION}:{fingerprint()}".encode())
-    root = Path(__file__).resolve().parent.parent
-    for rel in ("harness/basemodel/build.py", "harness/basemodel/config.py", "harness/basemodel/references.py", "harness/basemodel/corpus.py", "harness/basemodel/pretrain.py", "harness/rollout.py",
-                "harness/models/tokenizer.py", "harness/models/tiny.py", "harness/models/chat_template.jinja",
-                "envs/micro/env.py", "envs/micro/expert.py", "envs/micro/sft.py", "lopd/latent.py",
-                "envs/envscaler/env.py", "envs/envscaler/parse.py"):
-        p = root / rel
-        h.update(rel.encode() + b"\0" + (p.read_bytes() if p.is_file() else b"-"))
+    root = Path(__file__).resolve().parents[2]
+    for rel in BASE_SOURCES:
+        h.update(rel.encode() + b"\0" + (root / rel).read_bytes())  # a moved file fails here, not silently
     return h.hexdigest()[:16]
 
 

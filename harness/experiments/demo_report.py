@@ -146,7 +146,7 @@ def plot_curves(report: dict[str, Any], out: str | os.PathLike, title: str | Non
     return out
 
 
-SHIPPED = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "micro" / "equal_data" / "report.json"
+SHIPPED = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "micro" / "equal_data" / "report.json"
 """The shipped full-budget comparison (``benchmarks/compare.py``'s analysis of the headline protocol)."""
 
 

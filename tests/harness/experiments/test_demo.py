@@ -232,3 +232,9 @@ def test_the_demo_prints_the_shipped_result_with_intervals_and_what_the_live_run
     assert "PARTIAL (2 of the protocol's runs missing: grpo-s1, lopd-s1). 0 seeds" in shipped_summary(path)
     caveat = live_caveat({"config": {"eval_tasks": 30, "seeds": [0], "generations": 96}})
     assert "0.033" in caveat and "cannot rank" in caveat
+
+
+def test_the_shipped_comparison_is_found_where_the_demo_looks():
+    from harness.experiments.demo_report import SHIPPED
+
+    assert SHIPPED.is_file(), f"lopd demo would print no shipped result: {SHIPPED}"
