@@ -21,9 +21,10 @@ import copy
 import json
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from benchmarks.mutations import fuzz_text, wrong_type
 from envs.acebench.data import Entry
 from envs.acebench.ground_truth import milestone_lists, normal_output, replay_agent, special_output
 
@@ -63,7 +64,9 @@ def _dq(v: Any) -> str:
     return repr(v)
 
 
-def _wrong_value(v: Any) -> Any:
+def wrong_value(v: Any) -> Any:
+    """A value of ``v``'s type that the checker must reject (numbers shifted, strings replaced, a list
+    shortened, a dict's first value changed)."""
     if isinstance(v, bool):
         return not v
     if isinstance(v, int):
@@ -78,44 +81,42 @@ def _wrong_value(v: Any) -> Any:
         if not v:
             return {"zzz": 1}
         k = next(iter(v))
-        return {**v, k: _wrong_value(v[k])}
+        return {**v, k: wrong_value(v[k])}
     return "changed"
 
 
 def _wrong_type(v: Any) -> Any:
-    if isinstance(v, bool):
-        return "yes"
-    if isinstance(v, (int, float)):
-        return str(v)
-    if isinstance(v, str):
-        return 12345
-    if isinstance(v, list):
-        return ",".join(map(str, v))
-    if isinstance(v, dict):
-        return json.dumps(v)
-    return 0
+    # "true"/"false" would pass: ACEBench's checker reads those strings as booleans
+    return "yes" if isinstance(v, bool) else wrong_type(v)
 
 
-def _map_strings(v: Any, f) -> Any:
-    if isinstance(v, str):
+def _is_str(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _map_leaves(v: Any, is_leaf: Callable[[Any], bool], f: Callable[[Any], Any]) -> Any:
+    """``v`` with ``f`` applied to every leaf (inside lists and dict values) that ``is_leaf``."""
+    if is_leaf(v):
         return f(v)
     if isinstance(v, list):
-        return [_map_strings(x, f) for x in v]
+        return [_map_leaves(x, is_leaf, f) for x in v]
     if isinstance(v, dict):
-        return {k: _map_strings(x, f) for k, x in v.items()}
+        return {k: _map_leaves(x, is_leaf, f) for k, x in v.items()}
     return v
 
 
-def _map_numbers(v: Any, f) -> Any:
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, (int, float)):
-        return f(v)
-    if isinstance(v, list):
-        return [_map_numbers(x, f) for x in v]
-    if isinstance(v, dict):
-        return {k: _map_numbers(x, f) for k, x in v.items()}
-    return v
+_LEAF_VARIANTS: tuple[tuple[str, Callable[[Any], bool], Callable[[Any], Any]], ...] = (
+    ("upper_strings", _is_str, str.upper),
+    ("punct_strings", _is_str, lambda s: s.replace(" ", "_") + "."),
+    ("spaced_strings", _is_str, lambda s: " ".join(s)),
+    ("numbers_as_floats", _is_number, float),
+    ("numbers_as_strings", _is_number, str),
+)
+"""(label, which leaves, how) for the variants that change every string or number of every call."""
 
 
 def _with(calls, i: int, params: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -130,103 +131,110 @@ def normal_cases(entry: Entry, max_params: int = 3) -> Iterator[Case]:
     if not alts:
         yield "empty_list", "[]", None
         return
-    yield "gt", normal_output(alts[0]), None
+    for label, result in _normal_variants(entry, alts, max_params):
+        yield label, result, None
+
+
+def _normal_variants(entry: Entry, alts: list[dict[str, Any]], max_params: int) -> Iterator[tuple[str, Any]]:
+    yield "gt", normal_output(alts[0])
     for k, alt in enumerate(alts[1:], 1):
-        yield f"gt_alt{k}", normal_output(alt), None
+        yield f"gt_alt{k}", normal_output(alt)
     if any(_SUFFIX.search(key) for key in alts[0]):
-        yield "suffix_kept", normal_output(alts[0], strip_suffix=False), None
+        yield "suffix_kept", normal_output(alts[0], strip_suffix=False)
     calls = _calls(alts[0])
     if not calls:
         return
-    name0, params0 = calls[0]
+    yield from _param_variants(calls, max_params)
+    yield from _call_variants(entry, calls)
+    yield from _format_variants(calls, normal_output(alts[0]))
+    yield from _source_variants(calls)
+    yield "non_string_result", [{n: a} for n, a in calls]
+
+
+def _param_variants(calls: list[tuple[str, dict[str, Any]]], max_params: int) -> Iterator[tuple[str, str]]:
+    """The first call with one of its first ``max_params`` parameters changed or dropped."""
+    params0 = calls[0][1]
     for p in list(params0)[:max_params]:
         v = params0[p]
-        yield f"wrong_value:{p}", render(_with(calls, 0, {**params0, p: _wrong_value(v)})), None
-        yield (
-            f"missing_param:{p}",
-            render(_with(calls, 0, {k: x for k, x in params0.items() if k != p})),
-            None,
-        )
-        yield f"wrong_type:{p}", render(_with(calls, 0, {**params0, p: _wrong_type(v)})), None
-        if isinstance(v, bool):
-            yield f"bool_string:{p}", render(_with(calls, 0, {**params0, p: "true" if v else "false"})), None
-        if isinstance(v, int) and not isinstance(v, bool):
-            yield f"int_as_float:{p}", render(_with(calls, 0, {**params0, p: float(v)})), None
-        if isinstance(v, float):
-            yield f"float_as_int:{p}", render(_with(calls, 0, {**params0, p: int(v)})), None
-        if isinstance(v, str):
-            yield f"substring_extra:{p}", render(_with(calls, 0, {**params0, p: v + " and more"})), None
-            yield f"prefix_only:{p}", render(_with(calls, 0, {**params0, p: v[: max(1, len(v) // 2)]})), None
-        if isinstance(v, list) and len(v) > 1:
-            yield f"list_reordered:{p}", render(_with(calls, 0, {**params0, p: v[::-1]})), None
-        if isinstance(v, list) and v:
-            yield f"list_empty:{p}", render(_with(calls, 0, {**params0, p: []})), None
-        if isinstance(v, dict) and v:
-            k = next(iter(v))
-            yield (
-                f"dict_missing_key:{p}",
-                render(_with(calls, 0, {**params0, p: {x: y for x, y in v.items() if x != k}})),
-                None,
-            )
-            yield f"dict_extra_key:{p}", render(_with(calls, 0, {**params0, p: {**v, "zz_extra": "1"}})), None
-    yield "extra_param", render(_with(calls, 0, {**params0, "unexpected_arg": "x"})), None
-    yield "no_params", render(_with(calls, 0, {})), None
+        yield f"wrong_value:{p}", render(_with(calls, 0, {**params0, p: wrong_value(v)}))
+        yield f"missing_param:{p}", render(_with(calls, 0, {k: x for k, x in params0.items() if k != p}))
+        yield f"wrong_type:{p}", render(_with(calls, 0, {**params0, p: _wrong_type(v)}))
+        for label, changed in _value_variants(v):
+            yield f"{label}:{p}", render(_with(calls, 0, {**params0, p: changed}))
+
+
+def _value_variants(v: Any) -> Iterator[tuple[str, Any]]:
+    """Changes that only apply to a value of ``v``'s type (the borderline ones the checker's rules name)."""
+    if isinstance(v, bool):
+        yield "bool_string", "true" if v else "false"
+    if isinstance(v, int) and not isinstance(v, bool):
+        yield "int_as_float", float(v)
+    if isinstance(v, float):
+        yield "float_as_int", int(v)
+    if isinstance(v, str):
+        yield "substring_extra", v + " and more"
+        yield "prefix_only", v[: max(1, len(v) // 2)]
+    if isinstance(v, list) and len(v) > 1:
+        yield "list_reordered", v[::-1]
+    if isinstance(v, list) and v:
+        yield "list_empty", []
+    if isinstance(v, dict) and v:
+        k = next(iter(v))
+        yield "dict_missing_key", {x: y for x, y in v.items() if x != k}
+        yield "dict_extra_key", {**v, "zz_extra": "1"}
+
+
+def _call_variants(entry: Entry, calls: list[tuple[str, dict[str, Any]]]) -> Iterator[tuple[str, str]]:
+    """Parameters added or dropped wholesale, the function renamed, calls dropped, reordered, repeated."""
+    name0, params0 = calls[0]
+    yield "extra_param", render(_with(calls, 0, {**params0, "unexpected_arg": "x"}))
+    yield "no_params", render(_with(calls, 0, {}))
     others = [f.get("name") for f in entry.functions if isinstance(f, dict) and f.get("name") != name0]
     wrong = next((o for o in others if isinstance(o, str)), name0 + "_v2")
-    yield "wrong_function", render([(wrong, params0)] + calls[1:]), None
-    yield "misspelt_function", render([(name0 + "x", params0)] + calls[1:]), None
-    yield "dotted_function", render([("api." + name0, params0)] + calls[1:]), None
+    yield "wrong_function", render([(wrong, params0)] + calls[1:])
+    yield "misspelt_function", render([(name0 + "x", params0)] + calls[1:])
+    yield "dotted_function", render([("api." + name0, params0)] + calls[1:])
     if len(calls) > 1:
-        yield "drop_last_call", render(calls[:-1]), None
-        yield "drop_first_call", render(calls[1:]), None
-        yield "reordered_calls", render(calls[::-1]), None
-    yield "duplicate_call", render(calls + [calls[0]]), None
-    yield "empty_list", "[]", None
-    yield "double_quotes", render(calls, value=_dq), None
-    yield "upper_strings", render([(n, _map_strings(a, str.upper)) for n, a in calls]), None
-    yield (
-        "punct_strings",
-        render([(n, _map_strings(a, lambda s: s.replace(" ", "_") + ".")) for n, a in calls]),
-        None,
-    )
-    yield "spaced_strings", render([(n, _map_strings(a, lambda s: " ".join(s))) for n, a in calls]), None
-    yield "numbers_as_floats", render([(n, _map_numbers(a, float)) for n, a in calls]), None
-    yield "numbers_as_strings", render([(n, _map_numbers(a, str)) for n, a in calls]), None
-    base = normal_output(alts[0])
-    yield "newlines_tabs", render(calls, sep=",\n\t", kw=" = "), None
-    yield "outer_whitespace", "  \n" + base + "\n\t ", None
-    yield "inner_spaces", base.replace("(", " ( ").replace(")", " ) ").replace("=", " = "), None
-    yield "unicode_space", base.replace(", ", ",\u3000").replace("=", "\u00a0=\u00a0"), None
-    yield "bare_call", base[1:-1], None
-    yield "tuple_wrapped", "(" + base[1:-1] + ",)", None
-    yield "code_fence", "```python\n" + base + "\n```", None
-    yield "prose_prefix", "Sure, here it is: " + base, None
-    if params0:
-        first = next(iter(params0))
-        pos = [(name0, {k: v for k, v in params0.items() if k != first})] + calls[1:]
-        text = render(pos)
-        yield (
-            "positional_arg",
-            text.replace(f"{name0}(", f"{name0}({params0[first]!r}, ", 1).replace(", )", ")"),
-            None,
-        )
-        yield (
-            "nested_call",
-            render(_with(calls, 0, {**params0, first: "__CALL__"})).replace("'__CALL__'", "inner(x=1)"),
-            None,
-        )
-        yield "kwargs_splat", f"[{name0}(**{params0!r})]", None
-        yield (
-            "binop_value",
-            render(_with(calls, 0, {**params0, first: "__OP__"})).replace("'__OP__'", "2+3"),
-            None,
-        )
-        yield (
-            "negated_value",
-            render(_with(calls, 0, {**params0, first: "__NEG__"})).replace("'__NEG__'", "-5"),
-            None,
-        )
-    yield "non_string_result", [{n: a} for n, a in calls], None
+        yield "drop_last_call", render(calls[:-1])
+        yield "drop_first_call", render(calls[1:])
+        yield "reordered_calls", render(calls[::-1])
+    yield "duplicate_call", render(calls + [calls[0]])
+    yield "empty_list", "[]"
+
+
+def _format_variants(calls: list[tuple[str, dict[str, Any]]], base: str) -> Iterator[tuple[str, str]]:
+    """String and number spellings, whitespace and wrappers around the ground truth text ``base``."""
+    yield "double_quotes", render(calls, value=_dq)
+    for label, is_leaf, f in _LEAF_VARIANTS:
+        yield label, render([(n, _map_leaves(a, is_leaf, f)) for n, a in calls])
+    yield "newlines_tabs", render(calls, sep=",\n\t", kw=" = ")
+    yield "outer_whitespace", "  \n" + base + "\n\t "
+    yield "inner_spaces", base.replace("(", " ( ").replace(")", " ) ").replace("=", " = ")
+    yield "unicode_space", base.replace(", ", ",\u3000").replace("=", "\u00a0=\u00a0")
+    yield "bare_call", base[1:-1]
+    yield "tuple_wrapped", "(" + base[1:-1] + ",)"
+    yield "code_fence", "```python\n" + base + "\n```"
+    yield "prose_prefix", "Sure, here it is: " + base
+
+
+def _source_variants(calls: list[tuple[str, dict[str, Any]]]) -> Iterator[tuple[str, str]]:
+    """Decoder edge cases on the first call's first parameter: positional, a call, ``**``, expressions."""
+    name0, params0 = calls[0]
+    if not params0:
+        return
+    first = next(iter(params0))
+    text = render([(name0, {k: v for k, v in params0.items() if k != first})] + calls[1:])
+    yield "positional_arg", text.replace(f"{name0}(", f"{name0}({params0[first]!r}, ", 1).replace(", )", ")")
+    yield "nested_call", _with_source(calls, first, "inner(x=1)")
+    yield "kwargs_splat", f"[{name0}(**{params0!r})]"
+    yield "binop_value", _with_source(calls, first, "2+3")
+    yield "negated_value", _with_source(calls, first, "-5")
+
+
+def _with_source(calls: list[tuple[str, dict[str, Any]]], param: str, source: str) -> str:
+    """The calls rendered with the first call's ``param`` written as the Python source ``source``."""
+    params0 = calls[0][1]
+    return render(_with(calls, 0, {**params0, param: "__SOURCE__"})).replace("'__SOURCE__'", source)
 
 
 def special_cases(entry: Entry) -> Iterator[Case]:
@@ -286,7 +294,7 @@ def agent_cases(entry: Entry) -> Iterator[Case]:
         if isinstance(attrs, dict) and attrs:
             a0 = next(iter(attrs))
             mod = copy.deepcopy(saved)
-            mod[0][cls][a0] = _wrong_value(attrs[a0])
+            mod[0][cls][a0] = wrong_value(attrs[a0])
             yield "changed_attr", mod, process
             mod = copy.deepcopy(saved)
             mod[0][cls].pop(a0)
@@ -298,7 +306,7 @@ def agent_cases(entry: Entry) -> Iterator[Case]:
                 if isinstance(v, dict) and v:
                     mod = copy.deepcopy(saved)
                     k = next(iter(v))
-                    mod[0][cls][a][k] = _wrong_value(v[k])
+                    mod[0][cls][a][k] = wrong_value(v[k])
                     yield "changed_nested_attr", mod, process
                     mod = copy.deepcopy(saved)
                     mod[0][cls][a]["zz_extra_key"] = 1
@@ -320,17 +328,7 @@ _FUZZ_CHARS = "[](){}'\",=.:-_ \n\t`0123456789abcxyzTFN\\é中+/<>;"
 
 
 def _mutate(text: str, rng: random.Random) -> str:
-    chars = list(text)
-    for _ in range(rng.randint(1, 4)):
-        op = rng.random()
-        pos = rng.randint(0, len(chars))
-        if op < 0.4:
-            chars.insert(pos, rng.choice(_FUZZ_CHARS))
-        elif op < 0.7 and chars:
-            del chars[min(pos, len(chars) - 1)]
-        elif chars:
-            chars[min(pos, len(chars) - 1)] = rng.choice(_FUZZ_CHARS)
-    return "".join(chars)
+    return fuzz_text(text, rng, _FUZZ_CHARS)
 
 
 def fuzz_cases(entries: list[Entry], n: int, rng: random.Random) -> Iterator[tuple[Entry, Case]]:

@@ -31,18 +31,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.acebench_mutations import NO_PROCESS  # noqa: E402
-from benchmarks.acebench_mutations import agent_cases, fuzz_cases, normal_cases, special_cases  # noqa: E402
-from benchmarks.acebench_synthetic import CATEGORY as SYNTHETIC_CATEGORY  # noqa: E402
-from benchmarks.acebench_synthetic import synthetic_items  # noqa: E402
-from envs.acebench.data import ALL_CATEGORIES, LANGUAGES, Entry, family_of, load_category  # noqa: E402
-from envs.acebench.scoring import category_score, summary, verdict  # noqa: E402
-from envs.data import data_dir  # noqa: E402
+from benchmarks.acebench_mutations import (
+    NO_PROCESS,
+    agent_cases,
+    fuzz_cases,
+    normal_cases,
+    special_cases,
+)
+from benchmarks.acebench_synthetic import CATEGORY as SYNTHETIC_CATEGORY
+from benchmarks.acebench_synthetic import synthetic_items
+from envs.acebench.data import ALL_CATEGORIES, LANGUAGES, Entry, family_of, load_category
+from envs.acebench.scoring import CategoryScore, Verdict, category_score, summary, verdict
+from envs.data import data_dir
 
 OFFICIAL_DIR = Path("/tmp/acebench_official")
 DEFAULT_PYTHON = OFFICIAL_DIR / "venv" / "bin" / "python"
 RUNNER = ROOT / "benchmarks" / "acebench_official_runner.py"
 LABELS = {"disagreements": "DISAGREE", "etype_mismatches": "ETYPE", "process_mismatches": "PROCESS"}
+MISMATCH_KINDS = tuple(LABELS)
 MUTATORS = {"normal": normal_cases, "special": special_cases, "agent": agent_cases}
 
 
@@ -140,8 +146,10 @@ def run_official(
     with tempfile.TemporaryDirectory() as tmp:
         cin, cout = Path(tmp) / "cases.jsonl", Path(tmp) / "out.jsonl"
         with open(cin, "w", encoding="utf-8") as f:
-            for c in cases:
-                f.write(json.dumps({k: v for k, v in c.items() if k != "label"}, ensure_ascii=False) + "\n")
+            f.writelines(
+                json.dumps({k: v for k, v in c.items() if k != "label"}, ensure_ascii=False) + "\n"
+                for c in cases
+            )
         subprocess.run(
             [
                 python,
@@ -195,6 +203,21 @@ def round_cases(cases: list[dict], rounds: int, seed: int = 0, exclude: set[str]
     return out
 
 
+def _our_verdict(case: dict, entries: dict[tuple[str, str], Entry]) -> Verdict:
+    """Our verdict on one case, given as the result line upstream reads (process only when set)."""
+    row = {"id": case["id"], "result": case["result"]}
+    if "process" in case:
+        row["process"] = case["process"]
+    return verdict(entries[(case["language"], case["id"])], row)
+
+
+def _our_category_score(
+    category: str, group: list[dict], entries: dict[tuple[str, str], Entry]
+) -> CategoryScore:
+    """Our accuracies for one category's whole result set ``group``."""
+    return category_score(category, [_our_verdict(c, entries) for c in group], [c["id"] for c in group])
+
+
 def compare_categories(rounds: list[dict], official_rows: list[dict], entries: dict) -> list[dict]:
     """Our category accuracies next to the official ones, per (round, language, category)."""
     groups: dict[tuple[int, str, str], list[dict]] = {}
@@ -203,18 +226,7 @@ def compare_categories(rounds: list[dict], official_rows: list[dict], entries: d
     official = {(r["round"], r["language"], r["category"]): r for r in official_rows}
     out = []
     for key, group in groups.items():
-        verdicts = [
-            verdict(
-                entries[(c["language"], c["id"])],
-                {
-                    "id": c["id"],
-                    "result": c["result"],
-                    **({"process": c["process"]} if "process" in c else {}),
-                },
-            )
-            for c in group
-        ]
-        ours = category_score(key[2], verdicts, [c["id"] for c in group])
+        ours = _our_category_score(key[2], group, entries)
         o = official[key]
         row = {
             "round": key[0],
@@ -242,18 +254,7 @@ def compare_summaries(rounds: list[dict], official_rows: list[dict], entries: di
     for key, by_cat in groups.items():
         scores = {}
         for cat, group in by_cat.items():
-            verdicts = [
-                verdict(
-                    entries[(c["language"], c["id"])],
-                    {
-                        "id": c["id"],
-                        "result": c["result"],
-                        **({"process": c["process"]} if "process" in c else {}),
-                    },
-                )
-                for c in group
-            ]
-            scores[cat] = category_score(cat, verdicts, [c["id"] for c in group])
+            scores[cat] = _our_category_score(cat, group, entries)
         ours = summary(scores)
         theirs = {k: v for k, v in official[key].items() if k != "model"}
         diff = {k: (ours.get(k), v) for k, v in theirs.items() if ours.get(k) != v}
@@ -275,9 +276,7 @@ def compare(cases: list[dict], official: dict[str, dict], entries: dict[tuple[st
     by_label: dict[str, Counter] = defaultdict(Counter)
     disagreements, etype_mismatches, process_mismatches, known_gaps = [], [], [], []
     for c in cases:
-        e = entries[(c["language"], c["id"])]
-        row = {"id": c["id"], "result": c["result"], **({"process": c["process"]} if "process" in c else {})}
-        v = verdict(e, row)
+        v = _our_verdict(c, entries)
         o = official[c["key"]]
         if c["label"] == "known_gap":  # documented differences: reported, not counted as disagreements
             known_gaps.append({"key": c["key"], "official": o, "ours": v.row(), "result": c["result"]})
@@ -313,7 +312,7 @@ def compare(cases: list[dict], official: dict[str, dict], entries: dict[tuple[st
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--official-python", default=str(DEFAULT_PYTHON))
     ap.add_argument("--languages", default=",".join(LANGUAGES))
@@ -330,48 +329,37 @@ def main(argv: list[str] | None = None) -> int:
         help="whole result sets whose category accuracies are compared (round 0: ground truth)",
     )
     ap.add_argument("--out", default=None, help="write disagreements and mismatches as JSONL here")
-    args = ap.parse_args(argv)
-    if not Path(args.official_python).exists() or not (OFFICIAL_DIR / "eval_main.py").exists():
-        print(
-            f"SKIP: no official ACEBench evaluator at {OFFICIAL_DIR} (python {args.official_python}); "
-            "see the docstring of benchmarks/acebench_official_runner.py for how to reconstruct it"
-        )
-        return 0
-    cats = [c for c in args.categories.split(",") if c]
-    for c in cats:
-        family_of(c)
-    langs = [x for x in args.languages.split(",") if x]
-    t0 = time.time()
-    cases = build_cases(langs, cats, args.limit, args.fuzz, args.seed, not args.no_mutations)
-    t_build = time.time() - t0
-    entries = dataset_entries(cases)
-    t0 = time.time()
-    rows, _ = run_official(args.official_python, cases)
-    if not args.no_synthetic:
+    return ap
+
+
+def _official_verdicts(
+    python: str, cases: list[dict], entries: dict[tuple[str, str], Entry], synthetic: bool
+) -> tuple[list[dict], list[dict]]:
+    """(cases, official rows) for the dataset cases and, with ``synthetic``, the synthetic entries
+    (whose cases and entries are added to ``cases`` and ``entries``)."""
+    rows, _ = run_official(python, cases)
+    if synthetic:
         with tempfile.TemporaryDirectory() as tmp:
             syn_cases, syn_entries = write_synthetic(Path(tmp))
-            syn_rows, _ = run_official(args.official_python, syn_cases, data_root=Path(tmp))
+            syn_rows, _ = run_official(python, syn_cases, data_root=Path(tmp))
         cases, rows = cases + syn_cases, rows + syn_rows
         entries.update(syn_entries)
-    crashed = {r["key"] for r in rows if r["error_type"].startswith("official_")}
-    rounds = round_cases(cases, args.rounds, args.seed, crashed)
-    round_rows, _ = run_official(args.official_python, rounds, mode="bench") if rounds else ([], {})
-    summary_rows: list[dict] = []
-    if rounds and set(cats) == set(ALL_CATEGORIES) and args.limit is None:  # the table needs everything
-        try:
-            summary_rows, _ = run_official(args.official_python, rounds, mode="summary")
-        except subprocess.CalledProcessError:
-            print(
-                "summary check skipped: it needs openpyxl in the official venv (see the runner's docstring)"
-            )
-    t_official = time.time() - t0
-    t0 = time.time()
-    res = compare(cases, {r["key"]: r for r in rows}, entries)
-    cat_rows = compare_categories(rounds, round_rows, entries)
-    sum_rows = compare_summaries(rounds, summary_rows, entries) if summary_rows else []
-    t_ours = time.time() - t0
-    stats = res["stats"]
-    print(f"cases: {len(cases)} (built in {t_build:.1f} s; official {t_official:.1f} s; ours {t_ours:.1f} s)")
+    return cases, rows
+
+
+def _official_summaries(python: str, rounds: list[dict], whole_dataset: bool) -> list[dict]:
+    """Upstream's summary rows per round; none unless every category is there in full (the table
+    needs everything) or when the official venv lacks openpyxl."""
+    if not rounds or not whole_dataset:
+        return []
+    try:
+        return run_official(python, rounds, mode="summary")[0]
+    except subprocess.CalledProcessError:
+        print("summary check skipped: it needs openpyxl in the official venv (see the runner's docstring)")
+        return []
+
+
+def _print_category_table(stats: dict[str, Counter]) -> None:
     print(
         f"{'category':<40}{'cases':>7}{'agree':>7}{'both invalid':>14}{'etype agree':>13}"
         f"{'process agree':>15}{'official crash':>16}"
@@ -391,11 +379,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{tot['etype_agree']}/{tot['both_invalid']}; agent process accuracy agreement: "
         f"{tot['process_agree']}/{tot['process_cases']}; official crashes: {tot['official_crash']}"
     )
-    n_cat_agree = sum(r["agree"] for r in cat_rows)
-    print(f"category accuracy agreement over {args.rounds} whole result sets: {n_cat_agree}/{len(cat_rows)}")
-    n_sum_agree = sum(r["agree"] for r in sum_rows)
-    if sum_rows:
-        print(f"summary table agreement (all 26 columns of result.xlsx): {n_sum_agree}/{len(sum_rows)}")
+
+
+def _print_details(res: dict, cat_rows: list[dict], sum_rows: list[dict]) -> None:
+    """Verdicts by label, known gaps, and every category, summary and case disagreement."""
     print("official verdicts by case label (valid True / False):")
     for label in sorted(res["by_label"]):
         print(f"  {label:<28} {res['by_label'][label][True]:>6} / {res['by_label'][label][False]:>6}")
@@ -410,22 +397,61 @@ def main(argv: list[str] | None = None) -> int:
     for r in sum_rows:
         if not r["agree"]:
             print("SUMMARY", json.dumps(r))
-    for kind in ("disagreements", "etype_mismatches", "process_mismatches"):
+    for kind in MISMATCH_KINDS:
         for d in res[kind]:
             print(LABELS[kind], json.dumps(d, ensure_ascii=False, default=str)[:700])
+
+
+def _write_mismatches(path: str, res: dict) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(
+            json.dumps({"kind": kind, **d}, ensure_ascii=False, default=str) + "\n"
+            for kind in MISMATCH_KINDS
+            for d in res[kind]
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if not Path(args.official_python).exists() or not (OFFICIAL_DIR / "eval_main.py").exists():
+        print(
+            f"SKIP: no official ACEBench evaluator at {OFFICIAL_DIR} (python {args.official_python}); "
+            "see the docstring of benchmarks/acebench_official_runner.py for how to reconstruct it"
+        )
+        return 0
+    cats = [c for c in args.categories.split(",") if c]
+    for c in cats:
+        family_of(c)
+    langs = [x for x in args.languages.split(",") if x]
+    t0 = time.time()
+    cases = build_cases(langs, cats, args.limit, args.fuzz, args.seed, not args.no_mutations)
+    t_build = time.time() - t0
+    entries = dataset_entries(cases)
+    t0 = time.time()
+    cases, rows = _official_verdicts(args.official_python, cases, entries, not args.no_synthetic)
+    crashed = {r["key"] for r in rows if r["error_type"].startswith("official_")}
+    rounds = round_cases(cases, args.rounds, args.seed, crashed)
+    round_rows, _ = run_official(args.official_python, rounds, mode="bench") if rounds else ([], {})
+    whole = set(cats) == set(ALL_CATEGORIES) and args.limit is None
+    summary_rows = _official_summaries(args.official_python, rounds, whole)
+    t_official = time.time() - t0
+    t0 = time.time()
+    res = compare(cases, {r["key"]: r for r in rows}, entries)
+    cat_rows = compare_categories(rounds, round_rows, entries)
+    sum_rows = compare_summaries(rounds, summary_rows, entries) if summary_rows else []
+    t_ours = time.time() - t0
+    print(f"cases: {len(cases)} (built in {t_build:.1f} s; official {t_official:.1f} s; ours {t_ours:.1f} s)")
+    _print_category_table(res["stats"])
+    n_cat_agree = sum(r["agree"] for r in cat_rows)
+    print(f"category accuracy agreement over {args.rounds} whole result sets: {n_cat_agree}/{len(cat_rows)}")
+    n_sum_agree = sum(r["agree"] for r in sum_rows)
+    if sum_rows:
+        print(f"summary table agreement (all 26 columns of result.xlsx): {n_sum_agree}/{len(sum_rows)}")
+    _print_details(res, cat_rows, sum_rows)
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            for kind in ("disagreements", "etype_mismatches", "process_mismatches"):
-                for d in res[kind]:
-                    f.write(json.dumps({"kind": kind, **d}, ensure_ascii=False, default=str) + "\n")
-    bad = (
-        res["disagreements"]
-        or res["etype_mismatches"]
-        or res["process_mismatches"]
-        or n_cat_agree < len(cat_rows)
-        or n_sum_agree < len(sum_rows)
-    )
-    return 1 if bad else 0
+        _write_mismatches(args.out, res)
+    mismatched = any(res[kind] for kind in MISMATCH_KINDS)
+    return 1 if mismatched or n_cat_agree < len(cat_rows) or n_sum_agree < len(sum_rows) else 0
 
 
 if __name__ == "__main__":

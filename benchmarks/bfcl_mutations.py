@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from benchmarks.mutations import wrong_type
 from envs.bfcl.ast_checker import underscore_name
 from envs.bfcl.data import Entry
 from envs.bfcl.replay import _typed_source, answer_calls, ground_truth_output, keyword_call
@@ -22,7 +23,9 @@ def _render(entry: Entry, calls: list[tuple[str, dict[str, Any]]], fmt: str, typ
         calls = [(n, _typed_source(entry, n, a)) for n, a in calls]
     if fmt == "fc":
         return [{underscore_name(n): json.dumps(a)} for n, a in calls]
-    return "[" + ", ".join(f"{n}(" + ", ".join(f"{k}={v!r}" for k, v in a.items()) + ")" for n, a in calls) + "]"
+    return (
+        "[" + ", ".join(f"{n}(" + ", ".join(f"{k}={v!r}" for k, v in a.items()) + ")" for n, a in calls) + "]"
+    )
 
 
 def _bump(v: Any) -> Any:
@@ -41,24 +44,16 @@ def _bump(v: Any) -> Any:
     return "changed"
 
 
-def _wrong_type(v: Any) -> Any:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return str(v)
-    if isinstance(v, str):
-        return 12345
-    if isinstance(v, list):
-        return ",".join(map(str, v))
-    if isinstance(v, dict):
-        return json.dumps(v)
-    return 0
-
-
 def _string_variants(s: str) -> list[tuple[str, str]]:
-    return [("upper", s.upper()), ("spaced", s.replace(" ", "  ")), ("dashed", s.replace(" ", "-")),
-            ("dots", s + "."), ("quote", s + "'"), ("punct_inside", "_".join(s.split(" "))),
-            ("trailing_char", s + "x")]
+    return [
+        ("upper", s.upper()),
+        ("spaced", s.replace(" ", "  ")),
+        ("dashed", s.replace(" ", "-")),
+        ("dots", s + "."),
+        ("quote", s + "'"),
+        ("punct_inside", "_".join(s.split(" "))),
+        ("trailing_char", s + "x"),
+    ]
 
 
 def single_turn_cases(entry: Entry, fmt: str) -> Iterator[tuple[str, Any]]:
@@ -71,8 +66,14 @@ def single_turn_cases(entry: Entry, fmt: str) -> Iterator[tuple[str, Any]]:
         p0 = next(iter(args0))
         v0 = args0[p0]
         yield "wrong_value", _render(entry, [(name0, {**args0, p0: _bump(v0)})] + calls[1:], fmt)
-        yield "missing_param", _render(entry, [(name0, {k: v for k, v in args0.items() if k != p0})] + calls[1:], fmt)
-        yield "wrong_type", _render(entry, [(name0, {**args0, p0: _wrong_type(v0)})] + calls[1:], fmt, typed=False)
+        yield (
+            "missing_param",
+            _render(entry, [(name0, {k: v for k, v in args0.items() if k != p0})] + calls[1:], fmt),
+        )
+        yield (
+            "wrong_type",
+            _render(entry, [(name0, {**args0, p0: wrong_type(v0)})] + calls[1:], fmt, typed=False),
+        )
         if isinstance(v0, str):
             for label, s in _string_variants(v0):
                 yield f"string_{label}", _render(entry, [(name0, {**args0, p0: s})] + calls[1:], fmt)
@@ -84,13 +85,18 @@ def single_turn_cases(entry: Entry, fmt: str) -> Iterator[tuple[str, Any]]:
         doc = next((d for d in entry.functions if d["name"] == name0), None)
         if doc is not None:
             req = set(doc["parameters"].get("required", []))
-            yield "only_required", _render(entry, [(name0, {k: v for k, v in args0.items() if k in req})] + calls[1:], fmt)
+            yield (
+                "only_required",
+                _render(entry, [(name0, {k: v for k, v in args0.items() if k in req})] + calls[1:], fmt),
+            )
     yield "extra_param", _render(entry, [(name0, {**args0, "zz_extra": 1})] + calls[1:], fmt)
     yield "wrong_function", _render(entry, [(name0 + "_x", args0)] + calls[1:], fmt)
     if "." in name0:
         other = "prompt" if fmt == "fc" else "fc"
-        yield "other_name_style", _render(entry, [(underscore_name(name0) if other == "fc" else name0, args0)]
-                                          + calls[1:], fmt)
+        yield (
+            "other_name_style",
+            _render(entry, [(underscore_name(name0) if other == "fc" else name0, args0)] + calls[1:], fmt),
+        )
     if len(calls) > 1:
         yield "dropped_call", _render(entry, calls[:-1], fmt)
         yield "reordered_calls", _render(entry, list(reversed(calls)), fmt)
@@ -142,9 +148,14 @@ def multi_turn_cases(entry: Entry, fmt: str) -> Iterator[tuple[str, Any]]:
                 if fmt == "fc":
                     steps.append([{n: json.dumps(a)} for n, a in g])
                 else:
-                    steps.append("[" + ", ".join(f"{n}(" + ", ".join(f"{k}={v!r}" for k, v in a.items()) + ")"
-                                                 for n, a in g) + "]")
-            out.append(steps + (["Done."] if fmt == "prompt" else ["Done."]))
+                    steps.append(
+                        "["
+                        + ", ".join(
+                            f"{n}(" + ", ".join(f"{k}={v!r}" for k, v in a.items()) + ")" for n, a in g
+                        )
+                        + "]"
+                    )
+            out.append(steps + ["Done."])
         return out
 
     yield "one_step_per_call", render(kw, split=True)

@@ -24,14 +24,16 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bfcl_mutations import multi_turn_cases, relevance_cases, single_turn_cases  # noqa: E402
-from envs.bfcl.data import CATEGORIES, data_root, is_multi_turn, is_relevance, load_entries  # noqa: E402
-from envs.bfcl.replay import ground_truth_output  # noqa: E402
-from envs.bfcl.scoring import score_entry  # noqa: E402
+from benchmarks.bfcl_mutations import multi_turn_cases, relevance_cases, single_turn_cases
+from benchmarks.mutations import fuzz_text
+from envs.bfcl.data import CATEGORIES, data_root, is_multi_turn, is_relevance, load_entries
+from envs.bfcl.replay import ground_truth_output
+from envs.bfcl.scoring import score_entry
 
 DEFAULT_PYTHON = "/tmp/bfcl_official/bin/python"
 RUNNER = ROOT / "benchmarks" / "bfcl_official_runner.py"
@@ -50,8 +52,16 @@ def build_cases(categories: list[str], formats: list[str], limit: int | None) ->
                 else:
                     gen = single_turn_cases(entry, fmt)
                 for label, result in gen:
-                    cases.append({"key": f"{entry.id}|{fmt}|{label}", "id": entry.id, "category": cat,
-                                  "fmt": fmt, "label": label, "result": result})
+                    cases.append(
+                        {
+                            "key": f"{entry.id}|{fmt}|{label}",
+                            "id": entry.id,
+                            "category": cat,
+                            "fmt": fmt,
+                            "label": label,
+                            "result": result,
+                        }
+                    )
     return cases
 
 
@@ -59,17 +69,7 @@ _FUZZ_CHARS = "[](){}'\",=.:-_ \n`0123456789abcxyzTFN\\é中+*/<>;"
 
 
 def _mutate(text: str, rng: random.Random) -> str:
-    chars = list(text)
-    for _ in range(rng.randint(1, 4)):
-        op = rng.random()
-        pos = rng.randint(0, len(chars))
-        if op < 0.4:
-            chars.insert(pos, rng.choice(_FUZZ_CHARS))
-        elif op < 0.7 and chars:
-            del chars[min(pos, len(chars) - 1)]
-        elif chars:
-            chars[min(pos, len(chars) - 1)] = rng.choice(_FUZZ_CHARS)
-    return "".join(chars)
+    return fuzz_text(text, rng, _FUZZ_CHARS)
 
 
 def fuzz_cases(categories: list[str], formats: list[str], n: int, seed: int = 0) -> list[dict]:
@@ -81,23 +81,40 @@ def fuzz_cases(categories: list[str], formats: list[str], n: int, seed: int = 0)
         for i in range(n):
             entry = rng.choice(entries)
             fmt = rng.choice(formats)
-            base = (ground_truth_output(entry, fmt) if entry.answer is not None
-                    else ([] if fmt == "fc" else f"[{(entry.functions or [{'name': 'f'}])[0]['name']}()]"))
+            base = (
+                ground_truth_output(entry, fmt)
+                if entry.answer is not None
+                else ([] if fmt == "fc" else f"[{(entry.functions or [{'name': 'f'}])[0]['name']}()]")
+            )
             if is_multi_turn(cat):
                 turns = json.loads(json.dumps(base))
                 t = rng.randrange(len(turns))
                 if turns[t]:
                     step = turns[t][0]
-                    turns[t][0] = (_mutate(step, rng) if isinstance(step, str)
-                                   else [{k: _mutate(v, rng)} for c in step for k, v in c.items()])
+                    turns[t][0] = (
+                        _mutate(step, rng)
+                        if isinstance(step, str)
+                        else [{k: _mutate(v, rng)} for c in step for k, v in c.items()]
+                    )
                 result = turns
             elif fmt == "fc":
-                result = [{(_mutate(k, rng) if rng.random() < 0.2 else k): _mutate(v, rng)}
-                          for c in base for k, v in c.items()]
+                result = [
+                    {(_mutate(k, rng) if rng.random() < 0.2 else k): _mutate(v, rng)}
+                    for c in base
+                    for k, v in c.items()
+                ]
             else:
                 result = _mutate(base, rng)
-            cases.append({"key": f"{entry.id}|{fmt}|fuzz{i}", "id": entry.id, "category": cat, "fmt": fmt,
-                          "label": "fuzz", "result": result})
+            cases.append(
+                {
+                    "key": f"{entry.id}|{fmt}|fuzz{i}",
+                    "id": entry.id,
+                    "category": cat,
+                    "fmt": fmt,
+                    "label": "fuzz",
+                    "result": result,
+                }
+            )
     return cases
 
 
@@ -105,16 +122,22 @@ def run_official(python: str, cases: list[dict]) -> tuple[dict[str, dict], dict[
     with tempfile.TemporaryDirectory() as tmp:
         cin, cout = Path(tmp) / "cases.jsonl", Path(tmp) / "out.jsonl"
         with open(cin, "w", encoding="utf-8") as f:
-            for c in cases:
-                f.write(json.dumps({k: c[k] for k in ("key", "id", "category", "fmt", "result")}) + "\n")
-        subprocess.run([python, str(RUNNER), str(cin), str(cout), str(data_root())], check=True,
-                       stdout=subprocess.DEVNULL)
-        rows = [json.loads(line) for line in open(cout, encoding="utf-8")]
+            f.writelines(
+                json.dumps({k: c[k] for k in ("key", "id", "category", "fmt", "result")}) + "\n"
+                for c in cases
+            )
+        subprocess.run(
+            [python, str(RUNNER), str(cin), str(cout), str(data_root())],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        with open(cout, encoding="utf-8") as f:
+            rows = [json.loads(line) for line in f]
     timing = rows.pop()["timing"]
     return {r["key"]: r for r in rows}, timing
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--official-python", default=DEFAULT_PYTHON)
     ap.add_argument("--categories", default=",".join(CATEGORIES))
@@ -123,21 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fuzz", type=int, default=0, help="also N character-level fuzz cases per category")
     ap.add_argument("--no-mutations", action="store_true", help="only the fuzz cases")
     ap.add_argument("--out", default=None, help="write disagreements as JSONL here")
-    args = ap.parse_args(argv)
-    if not Path(args.official_python).exists():
-        print(f"SKIP: official checker venv not found at {args.official_python} (see this script's docstring)")
-        return 0
-    cats = [c for c in args.categories.split(",") if c]
-    fmts = [f for f in args.formats.split(",") if f]
-    cases = [] if args.no_mutations else build_cases(cats, fmts, args.limit)
-    if args.fuzz:
-        cases += fuzz_cases(cats, fmts, args.fuzz)
-    entries = {e.id: e for c in cats for e in load_entries(c)}
-    t0 = time.time()
-    ours = {c["key"]: score_entry(entries[c["id"]], c["result"], c["fmt"],
-                                  model_name=OFFICIAL_MODELS[c["fmt"]]) for c in cases}
-    t_ours = time.time() - t0
-    official, _ = run_official(args.official_python, cases)
+    return ap
+
+
+def _tally(cases: list[dict], official: dict[str, dict], ours: dict[str, Any]) -> dict[str, Any]:
+    """Per (category, format): agreeing verdicts, cases and official crashes; error-type agreement on
+    agreeing verdicts; official verdicts per case label; every disagreement."""
     agree: Counter = Counter()
     total: Counter = Counter()
     crashes: Counter = Counter()
@@ -153,28 +167,65 @@ def main(argv: list[str] | None = None) -> int:
             crashes[k] += 1
         if o["valid"] == v.valid:
             agree[k] += 1
-            etype_agree += (v.valid or o["error_type"] == v.error_type
-                            or o["error_type"].startswith("official_crash"))
+            etype_agree += (
+                v.valid or o["error_type"] == v.error_type or o["error_type"].startswith("official_crash")
+            )
         else:
-            disagreements.append({"key": c["key"], "official": o, "ours": v.as_dict(),
-                                  "result": c["result"]})
-    print(f"cases: {len(cases)}  (ours: {t_ours:.1f} s)")
+            disagreements.append({"key": c["key"], "official": o, "ours": v.as_dict(), "result": c["result"]})
+    return {
+        "agree": agree,
+        "total": total,
+        "crashes": crashes,
+        "etype_agree": etype_agree,
+        "by_label": by_label,
+        "disagreements": disagreements,
+    }
+
+
+def _print_tally(t: dict[str, Any], n_cases: int) -> None:
+    agree, total, crashes, by_label = t["agree"], t["total"], t["crashes"], t["by_label"]
     print(f"{'category':<26}{'fmt':<8}{'agree':>8}{'total':>8}{'official crash':>16}")
     for k in sorted(total):
         print(f"{k[0]:<26}{k[1]:<8}{agree[k]:>8}{total[k]:>8}{crashes[k]:>16}")
     n_agree = sum(agree.values())
-    print(f"verdict agreement: {n_agree}/{len(cases)}; error_type agreement on agreeing verdicts: "
-          f"{etype_agree}/{n_agree}")
+    print(
+        f"verdict agreement: {n_agree}/{n_cases}; error_type agreement on agreeing verdicts: "
+        f"{t['etype_agree']}/{n_agree}"
+    )
     print("official verdicts by case label (valid True/False):")
     for label in sorted(by_label):
         print(f"  {label:<24} {by_label[label][True]:>6} / {by_label[label][False]:>6}")
-    for d in disagreements[:30]:
+    for d in t["disagreements"][:30]:
         print("DISAGREE", json.dumps(d, default=str)[:600])
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if not Path(args.official_python).exists():
+        print(
+            f"SKIP: official checker venv not found at {args.official_python} (see this script's docstring)"
+        )
+        return 0
+    cats = [c for c in args.categories.split(",") if c]
+    fmts = [f for f in args.formats.split(",") if f]
+    cases = [] if args.no_mutations else build_cases(cats, fmts, args.limit)
+    if args.fuzz:
+        cases += fuzz_cases(cats, fmts, args.fuzz)
+    entries = {e.id: e for c in cats for e in load_entries(c)}
+    t0 = time.time()
+    ours = {
+        c["key"]: score_entry(entries[c["id"]], c["result"], c["fmt"], model_name=OFFICIAL_MODELS[c["fmt"]])
+        for c in cases
+    }
+    t_ours = time.time() - t0
+    official, _ = run_official(args.official_python, cases)
+    t = _tally(cases, official, ours)
+    print(f"cases: {len(cases)}  (ours: {t_ours:.1f} s)")
+    _print_tally(t, len(cases))
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
-            for d in disagreements:
-                f.write(json.dumps(d, default=str) + "\n")
-    return 0 if not disagreements else 1
+            f.writelines(json.dumps(d, default=str) + "\n" for d in t["disagreements"])
+    return 0 if not t["disagreements"] else 1
 
 
 if __name__ == "__main__":

@@ -131,23 +131,37 @@ class _AceBenchEnv(ToolEnv):
         text = prompts.single_turn_system(self.family, e.language, e.functions, e.time, e.profile, fc=fc)
         return render_tools_system_prompt(self.tools.schemas, text) if fc else text
 
-    def _over(self) -> tuple[str, float, bool, bool, dict]:
-        return "Error: the episode is over; call reset().", 0.0, True, False, {"error": "episode_over"}
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict]:
+        if self.task is None:
+            raise RuntimeError("call reset() before step()")
+        if self.done:
+            return "Error: the episode is over; call reset().", 0.0, True, False, {"error": "episode_over"}
+        return self._step(action)
+
+    def _step(self, action: Any) -> tuple[str, float, bool, bool, dict]:
+        """One step of an episode that has started and not ended."""
+        raise NotImplementedError
 
 
 class _SingleTurnEnv(_AceBenchEnv):
     """One response, one verdict."""
 
     max_steps = 1
+    unreadable_error = ""
+    """The error_type of a response that is not a string of at most MAX_TEXT characters."""
 
     def _verdict(self, entry: Entry, action: Any) -> tuple[Verdict, Step]:
+        step = Step(index=0, text=action if isinstance(action, str) else repr(action))
+        if not isinstance(action, str) or len(action) > MAX_TEXT:
+            error = f"the response must be a string of at most {MAX_TEXT} characters"
+            return Verdict(entry.id, entry.category, False, self.unreadable_error, [error]), step
+        return self._check(entry, action, step), step
+
+    def _check(self, entry: Entry, action: str, step: Step) -> Verdict:
+        """The verdict on a readable response; may record what it parsed on ``step``."""
         raise NotImplementedError
 
-    def step(self, action: Any) -> tuple[str, float, bool, bool, dict]:
-        if self.task is None:
-            raise RuntimeError("call reset() before step()")
-        if self.done:
-            return self._over()
+    def _step(self, action: Any) -> tuple[str, float, bool, bool, dict]:
         verdict, step = self._verdict(self.entry(), action)
         reward = 1.0 if verdict.valid else 0.0
         step.reward, step.terminated = reward, True
@@ -173,31 +187,19 @@ class AceBenchNormalEnv(_SingleTurnEnv):
     preference, atom_*). Reward: ACEBench's normal verdict on the one response."""
 
     family = "normal"
+    unreadable_error = "wrong_output_format"
 
-    def _verdict(self, entry: Entry, action: Any) -> tuple[Verdict, Step]:
-        text = action if isinstance(action, str) else repr(action)
-        step = Step(index=0, text=text)
-        if not isinstance(action, str) or len(action) > MAX_TEXT:
-            return Verdict(
-                entry.id,
-                entry.category,
-                False,
-                "wrong_output_format",
-                [f"the response must be a string of at most {MAX_TEXT} characters"],
-            ), step
-        if self.format == "fc":
-            parsed = parse_tool_calls(action)
-            step.parse_error = parsed.error
-            step.calls = [CallRecord(c.name, c.arguments, c.error) for c in parsed.calls]
-            if parsed.calls:
-                if parsed.error or any(not c.ok for c in parsed.calls):
-                    return Verdict(
-                        entry.id, entry.category, False, "wrong_output_format", [e for e in parsed.errors]
-                    ), step
-                calls = [{c.name: c.arguments} for c in parsed.calls]
-                return verdict_normal(entry, calls, fc=True), step
-            return verdict_normal(entry, parsed.content), step
-        return verdict_normal(entry, _visible_text(action)), step
+    def _check(self, entry: Entry, action: str, step: Step) -> Verdict:
+        if self.format != "fc":
+            return verdict_normal(entry, _visible_text(action))
+        parsed = parse_tool_calls(action)
+        step.parse_error = parsed.error
+        step.calls = [CallRecord(c.name, c.arguments, c.error) for c in parsed.calls]
+        if not parsed.calls:
+            return verdict_normal(entry, parsed.content)
+        if parsed.error or any(not c.ok for c in parsed.calls):
+            return Verdict(entry.id, entry.category, False, "wrong_output_format", [e for e in parsed.errors])
+        return verdict_normal(entry, [{c.name: c.arguments} for c in parsed.calls], fc=True)
 
 
 class AceBenchSpecialEnv(_SingleTurnEnv):
@@ -205,19 +207,10 @@ class AceBenchSpecialEnv(_SingleTurnEnv):
     what is wrong with ACEBench's fixed phrases."""
 
     family = "special"
+    unreadable_error = "error_detection"
 
-    def _verdict(self, entry: Entry, action: Any) -> tuple[Verdict, Step]:
-        text = action if isinstance(action, str) else repr(action)
-        step = Step(index=0, text=text)
-        if not isinstance(action, str) or len(action) > MAX_TEXT:
-            return Verdict(
-                entry.id,
-                entry.category,
-                False,
-                "error_detection",
-                [f"the response must be a string of at most {MAX_TEXT} characters"],
-            ), step
-        return verdict_special(entry, _visible_text(action)), step
+    def _check(self, entry: Entry, action: str, step: Step) -> Verdict:
+        return verdict_special(entry, _visible_text(action))
 
 
 class AceBenchAgentEnv(_AceBenchEnv):
@@ -326,11 +319,7 @@ class AceBenchAgentEnv(_AceBenchEnv):
             )
         return execution
 
-    def step(self, action: Any) -> tuple[str, float, bool, bool, dict]:
-        if self.task is None:
-            raise RuntimeError("call reset() before step()")
-        if self.done:
-            return self._over()
+    def _step(self, action: Any) -> tuple[str, float, bool, bool, dict]:
         raw = action if isinstance(action, str) else repr(action)
         step = Step(index=len(self.steps), text=raw)
         message = self._route_text(action, step)

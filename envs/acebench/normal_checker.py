@@ -113,8 +113,10 @@ def type_check(
                 return {"valid": True, "error": [], "is_variable": is_variable}
         result["valid"] = False
         result["error"] = [
-            f"Nested type checking failed for parameter {param!r}. Expected outer type "
-            f"{expected} with inner type {nested}. Parameter value: {value!r}."
+            (
+                f"Nested type checking failed for parameter {param!r}. Expected outer type "
+                f"{expected} with inner type {nested}. Parameter value: {value!r}."
+            )
         ]
     if answer_type is not None and (type(value) is answer_type or _safe_eq(answer, value)):
         result["is_variable"] = True
@@ -130,7 +132,7 @@ def type_check(
 def _safe_eq(a: Any, b: Any) -> bool:
     try:
         return bool(a == b)
-    except Exception:
+    except Exception:  # noqa: BLE001 (any __eq__ may raise; upstream's comparison then fails)
         return False
 
 
@@ -139,11 +141,7 @@ def string_check(param: str, value: str, answer: str, func_name: str, category: 
     out, ans = standardize(value), standardize(answer)
     bad = out != ans if "agent" in category else ans not in out
     if bad:
-        return _fail(
-            f"wrong value for parameter ({param}) of api ({func_name}): [excepted: {answer}, real: "
-            f"[{value}]]",
-            "value_error:string",
-        )
+        return _fail(_mismatch_msg("value", param, func_name, answer, value), "value_error:string")
     return _ok()
 
 
@@ -164,19 +162,16 @@ def dict_check(param: str, value: Any, answer: Any, func_name: str) -> dict[str,
     """Equal key counts, known keys, nested dicts recursively, others by str-substring."""
     result = {"valid": True, "error": [], "error_type": "dict_checker:unclear"}
     if not isinstance(value, dict):
-        return _fail(
-            f"wrong type for parameter ({param}) of api ({func_name}): [excepted: {answer}, real: [{value}]]",
-            "value_error",
-        )
+        return _fail(_mismatch_msg("type", param, func_name, answer, value), "value_error")
     if not isinstance(answer, dict):
         raise CheckerCrash(f"'{type(answer).__name__}' object has no attribute 'keys'")
     if len(value) != len(answer):
-        return _fail(_dict_msg(param, func_name, answer, value), "value_error")
+        return _fail(_mismatch_msg("value", param, func_name, answer, value), "value_error")
     for key, item in value.items():
         if type(item) is str:
             item = True if item == "true" else False if item == "false" else item
         if key not in answer:
-            return _fail(_dict_msg(param, func_name, answer, value), "value_error")
+            return _fail(_mismatch_msg("value", param, func_name, answer, value), "value_error")
         expected = answer[key]
         if isinstance(expected, dict):
             result = dict_check(param, item, expected, func_name)
@@ -186,12 +181,13 @@ def dict_check(param: str, value: Any, answer: Any, func_name: str) -> dict[str,
             std_value = standardize(item) if type(item) is str else item
             std_answer = standardize(expected) if type(expected) is str else expected
             if str(std_answer) not in str(std_value):
-                return _fail(_dict_msg(param, func_name, answer, value), "value_error")
+                return _fail(_mismatch_msg("value", param, func_name, answer, value), "value_error")
     return result
 
 
-def _dict_msg(param: str, func_name: str, answer: Any, value: Any) -> str:
-    return f"wrong value for parameter ({param}) of api ({func_name}): [excepted: {answer}, real: [{value}]]"
+def _mismatch_msg(what: str, param: str, func_name: str, answer: Any, value: Any) -> str:
+    """Upstream's wording (its typo included) for a parameter whose value or type is wrong."""
+    return f"wrong {what} for parameter ({param}) of api ({func_name}): [excepted: {answer}, real: [{value}]]"
 
 
 def list_dict_check(param: str, value: list, answer: Any, func_name: str) -> dict[str, Any]:
@@ -202,11 +198,7 @@ def list_dict_check(param: str, value: list, answer: Any, func_name: str) -> dic
     except TypeError as e:
         raise CheckerCrash(str(e)) from e
     if len(value) != n_answer:
-        return _fail(
-            f"wrong value for parameter ({param}) of api ({func_name}): [excepted: {answer}, real: "
-            f"[{value}]]",
-            "value_error:list_dict_count",
-        )
+        return _fail(_mismatch_msg("value", param, func_name, answer, value), "value_error:list_dict_count")
     for i in range(len(value)):
         result = dict_check(param, value[i], answer[i], func_name)
         if not result["valid"]:
@@ -280,46 +272,55 @@ def simple_function_check(
     for param, value in call_params.items():
         if param not in properties or param not in answer_params:
             return {"valid": False, "error": f"addition params: {param}", "error_type": "addition_args"}
-        detail = properties[param]
-        type_name = detail.get("type") if isinstance(detail, dict) else None
-        if not isinstance(type_name, str) or type_name not in TYPE_MAP:
-            raise CheckerCrash(f"KeyError: {type_name!r} (schema type of {param!r})")
-        expected = TYPE_MAP[type_name]
-        nested = None
-        if type_name in NESTED_TYPES:
-            items = detail.get("items")
-            if isinstance(items, dict) and "type" in items:
-                nested_name = items["type"]  # even null: upstream then fails the type lookup
-            else:
-                nested_name = "string" if "string" in type_name else "enum" if "enum" in type_name else "dict"
-            if not isinstance(nested_name, str) or nested_name not in TYPE_MAP:
-                raise CheckerCrash(f"KeyError: {nested_name!r} (item type of {param!r})")
-            nested = TYPE_MAP[nested_name]
-        if type_name == "tuple" and type(value) is tuple:
-            value = list(value)
-        if type_name == "float" and type(value) is int:
-            value = float(value)
-        checked = type_check(param, value, answer_params[param], expected, nested, func_name)
-        if not checked["valid"]:
-            return {"valid": False, "error": checked["error"], "error_type": checked["error_type"]}
-        if checked["is_variable"]:
-            continue
-        result = _ok()
-        if expected is dict:
-            result = dict_check(param, value, answer_params[param], func_name)
-        elif expected is list and nested is dict:
-            if type_name == "objectArray":
-                if len(value) != _length(answer_params[param]):
-                    return _fail("Wrong number of parameters for dictionary.", "value_error:dict_items")
-                if value:  # upstream calls dict_checker with a missing argument on the first item
-                    raise CheckerCrash("dict_checker() missing 1 required positional argument: 'func_name'")
-            result = list_dict_check(param, value, answer_params[param], func_name)
-        elif expected is str:
-            result = string_check(param, value, answer_params[param], func_name, category)
-        elif expected is list:
-            result = list_check(param, value, answer_params[param], func_name)
+        result = _param_check(param, value, properties[param], answer_params, func_name, category)
         if not result["valid"]:
             return {"valid": False, "error": result["error"], "error_type": result["error_type"]}
+    return _ok()
+
+
+def _schema_types(param: str, detail: Any) -> tuple[str, Any, Any]:
+    """(schema type name, its Python type, the Python type of its items or None), as upstream maps them."""
+    type_name = detail.get("type") if isinstance(detail, dict) else None
+    if not isinstance(type_name, str) or type_name not in TYPE_MAP:
+        raise CheckerCrash(f"KeyError: {type_name!r} (schema type of {param!r})")
+    if type_name not in NESTED_TYPES:
+        return type_name, TYPE_MAP[type_name], None
+    items = detail.get("items")
+    if isinstance(items, dict) and "type" in items:
+        nested_name = items["type"]  # even null: upstream then fails the type lookup
+    else:
+        nested_name = "string" if "string" in type_name else "enum" if "enum" in type_name else "dict"
+    if not isinstance(nested_name, str) or nested_name not in TYPE_MAP:
+        raise CheckerCrash(f"KeyError: {nested_name!r} (item type of {param!r})")
+    return type_name, TYPE_MAP[type_name], TYPE_MAP[nested_name]
+
+
+def _param_check(
+    param: str, value: Any, detail: Any, answer_params: Any, func_name: str, category: str
+) -> dict[str, Any]:
+    """One output parameter: its type, then (unless it is a "variable") its value."""
+    type_name, expected, nested = _schema_types(param, detail)
+    answer = answer_params[param]  # read after the schema lookups, as upstream does
+    if type_name == "tuple" and type(value) is tuple:
+        value = list(value)
+    if type_name == "float" and type(value) is int:
+        value = float(value)
+    checked = type_check(param, value, answer, expected, nested, func_name)
+    if not checked["valid"] or checked["is_variable"]:
+        return checked
+    if expected is dict:
+        return dict_check(param, value, answer, func_name)
+    if expected is list and nested is dict:
+        if type_name == "objectArray":
+            if len(value) != _length(answer):
+                return _fail("Wrong number of parameters for dictionary.", "value_error:dict_items")
+            if value:  # upstream calls dict_checker with a missing argument on the first item
+                raise CheckerCrash("dict_checker() missing 1 required positional argument: 'func_name'")
+        return list_dict_check(param, value, answer, func_name)
+    if expected is str:
+        return string_check(param, value, answer, func_name, category)
+    if expected is list:
+        return list_check(param, value, answer, func_name)
     return _ok()
 
 

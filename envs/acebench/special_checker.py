@@ -22,6 +22,7 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 INCOMPLETE_PHRASE = "Missing necessary parameters"
@@ -61,27 +62,9 @@ def special_failure(category: str, result: Any, answer: Any) -> tuple[str, str] 
         check = _check_of(category)
     try:  # `in` on an unsupported result, or iterating bad answer values, raises upstream: checker_error
         if check == "incomplete":
-            if type(answer) is not dict:
-                raise _Crash(f"'{type(answer).__name__}' object has no attribute 'items'")
-            for name, values in answer.items():
-                if INCOMPLETE_PHRASE not in result:
-                    failure = _missing_msg(values, name), "error_detection"
-                elif name not in result:
-                    failure = _missing_msg(values, name), "error_correction"
-                else:
-                    for value in values:
-                        if value not in result:
-                            failure = _missing_msg(value, name), "error_correction"
+            failure = _phrase_and_values(answer, result, INCOMPLETE_PHRASE, _missing_msg, per_param=True)
         elif check == "error":
-            if type(answer) is not dict:
-                raise _Crash(f"'{type(answer).__name__}' object has no attribute 'items'")
-            for name, values in answer.items():
-                if ERROR_PHRASE not in result:
-                    failure = _wrong_msg(values, name), "error_detection"
-                else:
-                    for value in values:
-                        if value not in result:
-                            failure = _wrong_msg(values, name), "error_correction"
+            failure = _phrase_and_values(answer, result, ERROR_PHRASE, _wrong_msg, per_param=False)
         elif check == "irrelevant":
             if IRRELEVANT_PHRASE not in result:
                 failure = IRRELEVANT_MSG, "error_detection"
@@ -89,6 +72,29 @@ def special_failure(category: str, result: Any, answer: Any) -> tuple[str, str] 
             failure = f"not a special category: {category}", "checker_error"
     except (_Crash, TypeError) as e:
         return f"the official checker raises on this output: {e}", "checker_error"
+    return failure
+
+
+def _phrase_and_values(
+    answer: Any, result: Any, phrase: str, message: Callable[[Any, Any], str], per_param: bool
+) -> tuple[str, str] | None:
+    """Upstream's loop over ``{name: values}``: the phrase, then each value, must be in the result.
+
+    ``per_param`` (special_incomplete) also wants the name itself and names each missing value
+    alone; special_error_param cites all of an entry's values. The last failing entry wins.
+    """
+    if type(answer) is not dict:
+        raise _Crash(f"'{type(answer).__name__}' object has no attribute 'items'")
+    failure = None
+    for name, values in answer.items():
+        if phrase not in result:
+            failure = message(values, name), "error_detection"
+        elif per_param and name not in result:
+            failure = message(values, name), "error_correction"
+        else:
+            for value in values:
+                if value not in result:
+                    failure = message(value if per_param else values, name), "error_correction"
     return failure
 
 

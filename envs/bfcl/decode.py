@@ -30,14 +30,14 @@ import operator
 import warnings
 from typing import Any
 
+from envs.bfcl.errors import DecodeError  # callers also import it from here
+from envs.bfcl.java_js import parse_java_call, parse_js_call
+
 MAX_PROMPT_CHARS = 500_000
 
 
-class DecodeError(ValueError):
-    """The model output does not decode (BFCL would raise here)."""
-
-
 # ---- Python prompting format --------------------------------------------------------------------
+
 
 def _prepare(text: str) -> str:
     s = text.strip("`\n ")
@@ -72,8 +72,12 @@ def _value(node: ast.AST) -> Any:
     if isinstance(node, ast.UnaryOp):
         # Upstream negates `operand.value` whatever the operator: only a numeric constant survives.
         operand = node.operand
-        if not isinstance(operand, ast.Constant) or isinstance(operand.value, (str, bytes)) \
-                or operand.value is None or operand.value is Ellipsis:
+        if (
+            not isinstance(operand, ast.Constant)
+            or isinstance(operand.value, (str, bytes))
+            or operand.value is None
+            or operand.value is Ellipsis
+        ):
             raise DecodeError(f"unsupported unary operand: {ast.unparse(operand)[:80]}")
         return -operand.value
     if isinstance(node, ast.List):
@@ -106,15 +110,34 @@ def _value(node: ast.AST) -> Any:
 # Bounds that keep hostile arithmetic from hanging the checker (upstream would just run it).
 _MAX_POW_EXP = 10_000
 _MAX_SEQ = 1_000_000
-_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
-           ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
-           ast.BitOr: operator.or_, ast.BitAnd: operator.and_, ast.BitXor: operator.xor,
-           ast.MatMult: operator.matmul}
+_BINOPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
+    ast.BitOr: operator.or_,
+    ast.BitAnd: operator.and_,
+    ast.BitXor: operator.xor,
+    ast.MatMult: operator.matmul,
+}
 _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert}
-_CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-        ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
-        ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+_CMP = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
 
 
 def _size(v: Any) -> int:
@@ -154,21 +177,7 @@ def _safe_eval(node: ast.AST) -> Any:
         except (TypeError, ValueError) as e:
             raise DecodeError(str(e)) from None
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        a, b = _safe_eval(node.left), _safe_eval(node.right)
-        op = type(node.op)
-        if op is ast.Pow and isinstance(b, int) and abs(b) > _MAX_POW_EXP and not (
-                isinstance(a, (int, float)) and abs(a) <= 1):
-            raise DecodeError("exponent too large to evaluate safely")
-        if op is ast.LShift and isinstance(b, int) and b > 64 * _MAX_POW_EXP:
-            raise DecodeError("shift too large to evaluate safely")
-        if op is ast.Mult and (
-                (isinstance(b, int) and _size(a) * abs(b) > _MAX_SEQ)
-                or (isinstance(a, int) and _size(b) * abs(a) > _MAX_SEQ)):
-            raise DecodeError("sequence repetition too large to evaluate safely")
-        try:
-            return _BINOPS[op](a, b)
-        except (TypeError, ValueError, ZeroDivisionError, OverflowError, MemoryError) as e:
-            raise DecodeError(f"{type(e).__name__}: {e}") from None
+        return _safe_binop(type(node.op), _safe_eval(node.left), _safe_eval(node.right))
     if isinstance(node, ast.Compare):
         left = _safe_eval(node.left)
         for op, comp in zip(node.ops, node.comparators):
@@ -192,6 +201,39 @@ def _safe_eval(node: ast.AST) -> Any:
     raise DecodeError(f"cannot evaluate {type(node).__name__} safely")
 
 
+def _unsafe_binop(op: type, a: Any, b: Any) -> str | None:
+    """Why ``a op b`` is too large to compute safely (a huge power, shift or repetition), else None.
+
+    Also the guard of the multi-turn executor (``envs.bfcl.execution``).
+    """
+    if (
+        op is ast.Pow
+        and isinstance(b, int)
+        and abs(b) > _MAX_POW_EXP
+        and not (isinstance(a, (int, float)) and abs(a) <= 1)
+    ):
+        return "exponent too large to evaluate safely"
+    if op is ast.LShift and isinstance(b, int) and b > 64 * _MAX_POW_EXP:
+        return "shift too large to evaluate safely"
+    if op is ast.Mult and (
+        (isinstance(b, int) and _size(a) * abs(b) > _MAX_SEQ)
+        or (isinstance(a, int) and _size(b) * abs(a) > _MAX_SEQ)
+    ):
+        return "sequence repetition too large to evaluate safely"
+    return None
+
+
+def _safe_binop(op: type, a: Any, b: Any) -> Any:
+    """``a op b``, refusing results too large to compute safely."""
+    unsafe = _unsafe_binop(op, a, b)
+    if unsafe:
+        raise DecodeError(unsafe)
+    try:
+        return _BINOPS[op](a, b)
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError, MemoryError) as e:
+        raise DecodeError(f"{type(e).__name__}: {e}") from None
+
+
 def decode_ast_prompt(text: Any, language: str = "Python") -> Any:
     """Decode a prompting-format result for AST checking (BFCL ``default_decode_ast_prompting``).
 
@@ -204,10 +246,8 @@ def decode_ast_prompt(text: Any, language: str = "Python") -> Any:
         raise DecodeError(f"result longer than {MAX_PROMPT_CHARS} characters")
     s = _prepare(text)
     if language == "Java":
-        from envs.bfcl.java_js import parse_java_call
         return parse_java_call(s[1:-1])
     if language == "JavaScript":
-        from envs.bfcl.java_js import parse_js_call
         return parse_js_call(s[1:-1])
     return _parse_python_calls(s)
 
@@ -215,7 +255,9 @@ def decode_ast_prompt(text: Any, language: str = "Python") -> Any:
 def _parse_python_calls(s: str) -> list[dict[str, Any]]:
     calls, error = python_calls_or_error(s)
     if error is not None:
-        raise DecodeError(f"{type(error).__name__}: {error}"[:300] if isinstance(error, BaseException) else error)
+        raise DecodeError(
+            f"{type(error).__name__}: {error}"[:300] if isinstance(error, BaseException) else error
+        )
     return calls  # type: ignore[return-value]
 
 
@@ -268,7 +310,7 @@ def try_decode_ast(result: Any, fmt: str, language: str = "Python") -> tuple[Any
         return None, str(e)
     except RecursionError:
         return None, "output nested too deeply"
-    except Exception as e:  # any decoder exception counts as a decode failure upstream
+    except Exception as e:  # noqa: BLE001 (any decoder exception counts as a decode failure upstream)
         return None, f"{type(e).__name__}: {e}"[:300]
 
 
@@ -295,6 +337,7 @@ def _nested_source(value: Any) -> str:
 
 
 # ---- FC format ----------------------------------------------------------------------------------
+
 
 def decode_ast_fc(result: Any) -> list[Any]:
     """Decode an FC result ``[{name: json-args}]`` for AST checking (OpenAI-style handler): the
@@ -344,6 +387,7 @@ def decode_execute_fc(result: Any) -> list[str]:
 
 
 # ---- shape checks (bfcl_eval.utils) -------------------------------------------------------------
+
 
 def is_function_calling_format(decoded: Any) -> bool:
     """A list of one-key dicts whose value is a dict; ``[]`` counts."""

@@ -23,10 +23,10 @@ import inspect
 import json
 import re
 import warnings
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
-from envs.bfcl.decode import _BINOPS, _CMP, _MAX_POW_EXP, _MAX_SEQ, _UNARY, _size
+from envs.bfcl.decode import _BINOPS, _CMP, _MAX_POW_EXP, _UNARY, _unsafe_binop
 
 CLASS_MODULES = {
     "GorillaFileSystem": "gorilla_file_system",
@@ -49,7 +49,7 @@ INSTALL_HINT = "pip install --no-deps bfcl-eval==2025.8.6.2"
 """How to get the simulated API classes (the wheel's declared deps are model SDKs they never import)."""
 
 
-@lru_cache(maxsize=None)
+@cache
 def api_class(name: str) -> type:
     """The official simulated class (imported from the bfcl-eval wheel).
 
@@ -64,11 +64,14 @@ def api_class(name: str) -> type:
     except ModuleNotFoundError as e:
         if not e.name or not (module == e.name or module.startswith(e.name + ".")):
             raise
-        raise ImportError(f"BFCL multi-turn execution needs {name} from the bfcl-eval wheel, but {e.name!r} "
-                          f"cannot be imported; install it with: {INSTALL_HINT}", name=e.name) from e
+        raise ImportError(
+            f"BFCL multi-turn execution needs {name} from the bfcl-eval wheel, but {e.name!r} "
+            f"cannot be imported; install it with: {INSTALL_HINT}",
+            name=e.name,
+        ) from e
 
 
-@lru_cache(maxsize=None)
+@cache
 def _public_methods(cls: type) -> tuple[str, ...]:
     return tuple(n for n, v in inspect.getmembers(cls, predicate=inspect.isfunction) if not n.startswith("_"))
 
@@ -90,8 +93,13 @@ class _EvalError(Exception):
 class ApiSession:
     """Fresh instances of an entry's classes, loaded with its initial_config, plus an executor."""
 
-    def __init__(self, entry_id: str, involved_classes: list[str], initial_config: dict[str, Any],
-                 tag: str = "lopd_eval"):
+    def __init__(
+        self,
+        entry_id: str,
+        involved_classes: list[str],
+        initial_config: dict[str, Any],
+        tag: str = "lopd_eval",
+    ):
         self.entry_id = entry_id
         long_context = is_long_context(entry_id)
         self.instances: dict[str, Any] = {}
@@ -109,8 +117,10 @@ class ApiSession:
 
     # ---- one call string ----------------------------------------------------------------
     def _rewrite(self, call: str) -> str:
-        return _CALL_NAME.sub(lambda m: f"{self._owner[m.group(1)]}.{m.group(1)}"
-                              if m.group(1) in self._owner else m.group(1), call)
+        return _CALL_NAME.sub(
+            lambda m: f"{self._owner[m.group(1)]}.{m.group(1)}" if m.group(1) in self._owner else m.group(1),
+            call,
+        )
 
     def execute_one(self, call: str) -> str:
         if not isinstance(call, str):
@@ -130,12 +140,12 @@ class ApiSession:
             if type(result) is dict:
                 try:
                     return json.dumps(result)
-                except Exception:
+                except Exception:  # noqa: BLE001 (what does not dump is shown as str, as upstream does)
                     return str(result)
             return str(result)
         except RecursionError:
             return "Error during execution: maximum recursion depth exceeded"
-        except Exception as e:  # the official executor reports every exception as text
+        except Exception as e:  # noqa: BLE001 (the official executor reports every exception as text)
             return f"Error during execution: {e}"
 
     def execute(self, calls: list[str]) -> list[str]:
@@ -163,14 +173,12 @@ class ApiSession:
             return getattr(obj, node.attr)
         if isinstance(node, ast.Call):
             return self._call(node)
-        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-            items: list[Any] = []
-            for e in node.elts:
-                if isinstance(e, ast.Starred):
-                    items.extend(self._ev(e.value))
-                else:
-                    items.append(self._ev(e))
-            return items if isinstance(node, ast.List) else tuple(items) if isinstance(node, ast.Tuple) else set(items)
+        if isinstance(node, ast.List):
+            return self._ev_unpacked(node.elts)
+        if isinstance(node, ast.Tuple):
+            return tuple(self._ev_unpacked(node.elts))
+        if isinstance(node, ast.Set):
+            return set(self._ev_unpacked(node.elts))
         if isinstance(node, ast.Dict):
             out: dict[Any, Any] = {}
             for k, v in zip(node.keys, node.values):
@@ -206,19 +214,26 @@ class ApiSession:
         if isinstance(node, ast.Subscript):
             return self._ev(node.value)[self._ev(node.slice)]
         if isinstance(node, ast.Slice):
-            return slice(*(self._ev(x) if x is not None else None for x in (node.lower, node.upper, node.step)))
+            return slice(
+                *(self._ev(x) if x is not None else None for x in (node.lower, node.upper, node.step))
+            )
         raise _EvalError(f"unsupported expression: {type(node).__name__}")
+
+    def _ev_unpacked(self, nodes: list[ast.expr]) -> list[Any]:
+        """The values of list/tuple/set elements or call arguments, ``*x`` unpacked in place."""
+        values: list[Any] = []
+        for n in nodes:
+            if isinstance(n, ast.Starred):
+                values.extend(self._ev(n.value))
+            else:
+                values.append(self._ev(n))
+        return values
 
     def _call(self, node: ast.Call) -> Any:
         fn = self._ev(node.func)
         if not inspect.ismethod(fn) or not any(fn.__self__ is o for o in self._by_var.values()):
             raise TypeError(f"'{type(fn).__name__}' object is not callable here")
-        args: list[Any] = []
-        for a in node.args:
-            if isinstance(a, ast.Starred):
-                args.extend(self._ev(a.value))
-            else:
-                args.append(self._ev(a))
+        args = self._ev_unpacked(node.args)
         kwargs: dict[str, Any] = {}
         for kw in node.keywords:
             if kw.arg is None:
@@ -231,14 +246,9 @@ class ApiSession:
 
 
 def _guard_binop(op: type, a: Any, b: Any) -> None:
-    if op is ast.Pow and isinstance(b, int) and abs(b) > _MAX_POW_EXP and not (
-            isinstance(a, (int, float)) and abs(a) <= 1):
-        raise _EvalError("exponent too large to evaluate safely")
-    if op is ast.Mult and ((isinstance(b, int) and _size(a) * abs(b) > _MAX_SEQ)
-                           or (isinstance(a, int) and _size(b) * abs(a) > _MAX_SEQ)):
-        raise _EvalError("sequence repetition too large to evaluate safely")
-    if op is ast.LShift and isinstance(b, int) and b > 64 * _MAX_POW_EXP:
-        raise _EvalError("shift too large to evaluate safely")
+    unsafe = _unsafe_binop(op, a, b)
+    if unsafe:
+        raise _EvalError(unsafe)
 
 
 def _guard_power(args: list[Any], kwargs: dict[str, Any]) -> None:
@@ -258,7 +268,10 @@ def state_differences(model: dict[str, Any], truth: dict[str, Any]) -> dict[str,
             if attr.startswith("_"):
                 continue
             if not hasattr(mine, attr):
-                diffs.setdefault(cls_name, {})[attr] = {"model": "<missing>", "ground_truth": getattr(gt, attr)}
+                diffs.setdefault(cls_name, {})[attr] = {
+                    "model": "<missing>",
+                    "ground_truth": getattr(gt, attr),
+                }
                 continue
             a, b = getattr(mine, attr), getattr(gt, attr)
             if a != b:

@@ -23,7 +23,7 @@ import threading
 import warnings
 from typing import Any
 
-from envs.bfcl.decode import DecodeError
+from envs.bfcl.errors import DecodeError
 
 _local = threading.local()
 
@@ -70,82 +70,91 @@ def _parse(lang: str, source: str) -> Any:
     return tree.root_node
 
 
+def _add_argument(out: dict[Any, str], key: Any, val: str) -> None:
+    """``out[key] = val``; a repeated name (unnamed ones included) fails, as upstream's parsers do."""
+    if key in out:
+        raise DecodeError("multiple arguments with the same name are not supported")
+    out[key] = val
+
+
 # ---- Java -----------------------------------------------------------------------------------
+
 
 def parse_java_call(source: str) -> Any:
     """Parse Java-syntax call text into ``[{name: {param: text}}]`` (``{}`` if no call)."""
     root = _parse("java", source)
-
-    def text(node: Any) -> str:
-        return source[node.start_byte:node.end_byte]
-
-    def value_text(node: Any, nested: bool = False) -> str:
-        t = node.type
-        if t in ("string_literal", "character_literal"):
-            return text(node) if nested else text(node)[1:-1]
-        if t in ("identifier", "class_literal", "type_identifier", "method_invocation"):
-            return text(node)
-        if t == "array_creation_expression":
-            type_node, value_node = node.child_by_field_name("type"), node.child_by_field_name("value")
-            if type_node is None or value_node is None:
-                raise DecodeError("array creation without a type or initializer")
-            return f"new {value_text(type_node, True)}[]{value_text(value_node, True)}"
-        if t == "object_creation_expression":
-            type_node = node.child_by_field_name("type")
-            if type_node is None:
-                raise DecodeError("object creation without a type")
-            args = node.child_by_field_name("arguments")
-            if args is None:
-                return f"new {value_text(type_node, True)}()"
-            parts = [value_text(c, True) for c in args.children if c.type not in (",", "(", ")")]
-            return f"new {value_text(type_node, True)}({', '.join(parts)})"
-        if t == "set":
-            items = [value_text(c, True) for c in node.children if c.type not in (",", "set")]
-            return "{" + ", ".join(items) + "}"
-        if node.child_count > 0:
-            return "".join(value_text(c, True) for c in node.children)
-        return text(node)
-
-    def arguments(args_node: Any) -> dict[Any, Any]:
-        out: dict[Any, Any] = {}
-        seen: set[Any] = set()
-        for child in args_node.children:
-            if child.type == "assignment_expression":
-                key, val = text(child.children[0]), value_text(child.children[2])
-            elif child.type in ("identifier", "class_literal", "set"):
-                key, val = None, value_text(child)
-            else:
-                continue
-            if key in seen:
-                raise DecodeError("multiple arguments with the same name are not supported")
-            seen.add(key)
-            out[key] = val
-        return out
-
-    def find(node: Any) -> Any:
-        if node.type == "method_invocation":
-            name = text(node.child_by_field_name("name"))
-            obj = node.child_by_field_name("object")
-            if obj is not None:
-                name = f"{text(obj)}.{name}"
-            args_node = node.child_by_field_name("arguments")
-            if args_node is not None:
-                return [{name: arguments(args_node)}]
-            return None
-        for child in node.children:
-            found = find(child)
-            if found:
-                return found
-        return None
-
     try:
-        found = find(root)
+        found = _find_java_call(source, root)
     except RecursionError:
         raise DecodeError("java source nested too deeply") from None
     return found if found else {}
 
 
+def _java_text(source: str, node: Any) -> str:
+    return source[node.start_byte : node.end_byte]  # byte offsets into the str, as upstream slices
+
+
+def _java_value_text(source: str, node: Any, nested: bool = False) -> str:
+    t = node.type
+    if t in ("string_literal", "character_literal"):
+        return _java_text(source, node) if nested else _java_text(source, node)[1:-1]
+    if t in ("identifier", "class_literal", "type_identifier", "method_invocation"):
+        return _java_text(source, node)
+    if t == "array_creation_expression":
+        type_node, value_node = node.child_by_field_name("type"), node.child_by_field_name("value")
+        if type_node is None or value_node is None:
+            raise DecodeError("array creation without a type or initializer")
+        return (
+            f"new {_java_value_text(source, type_node, True)}[]{_java_value_text(source, value_node, True)}"
+        )
+    if t == "object_creation_expression":
+        type_node = node.child_by_field_name("type")
+        if type_node is None:
+            raise DecodeError("object creation without a type")
+        args = node.child_by_field_name("arguments")
+        if args is None:
+            return f"new {_java_value_text(source, type_node, True)}()"
+        parts = [_java_value_text(source, c, True) for c in args.children if c.type not in (",", "(", ")")]
+        return f"new {_java_value_text(source, type_node, True)}({', '.join(parts)})"
+    if t == "set":
+        items = [_java_value_text(source, c, True) for c in node.children if c.type not in (",", "set")]
+        return "{" + ", ".join(items) + "}"
+    if node.child_count > 0:
+        return "".join(_java_value_text(source, c, True) for c in node.children)
+    return _java_text(source, node)
+
+
+def _java_arguments(source: str, args_node: Any) -> dict[Any, str]:
+    out: dict[Any, str] = {}
+    for child in args_node.children:
+        if child.type == "assignment_expression":
+            key = _java_text(source, child.children[0])
+            _add_argument(out, key, _java_value_text(source, child.children[2]))
+        elif child.type in ("identifier", "class_literal", "set"):
+            _add_argument(out, None, _java_value_text(source, child))
+    return out
+
+
+def _find_java_call(source: str, node: Any) -> Any:
+    """The first method invocation in pre-order, as ``[{name: args}]`` (None when it has no arguments)."""
+    if node.type == "method_invocation":
+        name = _java_text(source, node.child_by_field_name("name"))
+        obj = node.child_by_field_name("object")
+        if obj is not None:
+            name = f"{_java_text(source, obj)}.{name}"
+        args_node = node.child_by_field_name("arguments")
+        if args_node is not None:
+            return [{name: _java_arguments(source, args_node)}]
+        return None
+    for child in node.children:
+        found = _find_java_call(source, child)
+        if found:
+            return found
+    return None
+
+
 # ---- JavaScript -----------------------------------------------------------------------------
+
 
 def parse_js_call(source: str) -> Any:
     """Parse JavaScript call text into ``[{name: {param: text}}]`` (None if no call)."""
@@ -159,21 +168,20 @@ def parse_js_call(source: str) -> Any:
             if sub.type != "call_expression":
                 continue
             name = sub.children[0].text.decode("utf-8")
-            params: dict[Any, Any] = {}
-            seen: set[Any] = set()
-            for arg in sub.children[1].children:
-                if arg.type == "assignment_expression":
-                    key = arg.children[0].text.decode("utf-8")
-                    val = arg.children[2].text.decode("utf-8")
-                    if (val.startswith('"') and val.endswith('"')) or (val.startswith("'") and val.endswith("'")):
-                        val = val[1:-1]
-                elif arg.type in ("identifier", "true"):
-                    key, val = None, arg.text.decode("utf-8")
-                else:
-                    continue
-                if key in seen:
-                    raise DecodeError("multiple arguments with the same name are not supported")
-                seen.add(key)
-                params[key] = val
-            return [{name: params}]
+            return [{name: _js_arguments(sub.children[1])}]
     return None
+
+
+def _js_arguments(args_node: Any) -> dict[Any, str]:
+    """``k=v`` arguments with one pair of matching quotes removed from ``v``; bare ones under None."""
+    out: dict[Any, str] = {}
+    for arg in args_node.children:
+        if arg.type == "assignment_expression":
+            key = arg.children[0].text.decode("utf-8")
+            val = arg.children[2].text.decode("utf-8")
+            if (val.startswith('"') and val.endswith('"')) or (val.startswith("'") and val.endswith("'")):
+                val = val[1:-1]
+            _add_argument(out, key, val)
+        elif arg.type in ("identifier", "true"):
+            _add_argument(out, None, arg.text.decode("utf-8"))
+    return out

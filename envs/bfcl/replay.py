@@ -54,6 +54,7 @@ def answer_calls(answer: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]
 
 # ---- Java / JavaScript source text ------------------------------------------------------------
 
+
 def _doc_props(entry: Entry, name: str) -> dict[str, Any]:
     for d in entry.functions:
         if d["name"] == name:
@@ -71,21 +72,36 @@ def java_source(value: Any, type_name: str, nested: str | None = None) -> str:
     if type_name in ("integer", "byte", "short", "double"):
         return str(value)
     if type_name == "HashMap" and isinstance(value, dict):
-        puts = " ".join(f'put("{k}", {_java_literal_source(v)});' for k, v in value.items())
+        puts = " ".join(f'put("{k}", {_scalar_source(v)});' for k, v in value.items())
         return f"new HashMap<String, Object>() {{{{ {puts} }}}}" if puts else "new HashMap<String, Object>()"
     if type_name == "ArrayList" and isinstance(value, list):
-        parts = [f'"{v}"' if nested == "String" else f"'{v}'" if nested == "char"
-                 else java_source(v, nested) if nested else _java_literal_source(v) for v in value]
+        parts = [
+            f'"{v}"'
+            if nested == "String"
+            else f"'{v}'"
+            if nested == "char"
+            else java_source(v, nested)
+            if nested
+            else _scalar_source(v)
+            for v in value
+        ]
         return f"new ArrayList<>(Arrays.asList({', '.join(parts)}))" if parts else "new ArrayList<>()"
     if type_name == "Array" and isinstance(value, list):
-        elem = {"integer": "int", "long": "long", "double": "double", "float": "float",
-                "boolean": "boolean", "char": "char"}.get(nested or "", "String")
-        parts = [java_source(v, nested) if nested else _java_literal_source(v) for v in value]
+        elem = {
+            "integer": "int",
+            "long": "long",
+            "double": "double",
+            "float": "float",
+            "boolean": "boolean",
+            "char": "char",
+        }.get(nested or "", "String")
+        parts = [java_source(v, nested) if nested else _scalar_source(v) for v in value]
         return f"new {elem}[]{{{', '.join(parts)}}}"
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _java_literal_source(v: Any) -> str:
+def _scalar_source(v: Any) -> str:
+    """A Java or JavaScript literal for a scalar: lower-case booleans, double-quoted strings."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, str):
@@ -100,23 +116,19 @@ def js_source(value: Any, type_name: str, nested: str | None = None) -> str:
         return str(value)
     if type_name == "Bigint":
         return f"{value}n"
-    if type_name == "array" and isinstance(value, list):
-        return "[" + ", ".join(_js_literal_source(v) for v in value) + "]"
-    if type_name == "dict" and isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_js_literal_source(v)}" for k, v in value.items()) + "}"
+    if (type_name == "array" and isinstance(value, list)) or (
+        type_name == "dict" and isinstance(value, dict)
+    ):
+        return _js_literal_source(value)
     return value if isinstance(value, str) else json.dumps(value)
 
 
 def _js_literal_source(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return f'"{v}"'
     if isinstance(v, list):
         return "[" + ", ".join(_js_literal_source(x) for x in v) + "]"
     if isinstance(v, dict):
         return "{" + ", ".join(f"{k}: {_js_literal_source(x)}" for k, x in v.items()) + "}"
-    return str(v)
+    return _scalar_source(v)
 
 
 def _typed_source(entry: Entry, name: str, args: dict[str, Any]) -> dict[str, str]:
@@ -144,6 +156,7 @@ def _prompt_literal(text: str, language: str) -> str:
 
 # ---- public -------------------------------------------------------------------------------------
 
+
 def ground_truth_output(entry: Entry, fmt: str) -> Any:
     """A raw result (as a model would produce it) that replays the entry's ground truth."""
     if is_multi_turn(entry.category):
@@ -154,16 +167,24 @@ def ground_truth_output(entry: Entry, fmt: str) -> Any:
     if fmt == "fc":
         return [{underscore_name(n): json.dumps(a)} for n, a in calls]
     if entry.language in ("Java", "JavaScript"):
-        return "[" + ", ".join(f"{n}(" + ", ".join(f"{k}={_prompt_literal(v, entry.language)}"
-                                                     for k, v in a.items()) + ")" for n, a in calls) + "]"
-    return "[" + ", ".join(f"{n}(" + ", ".join(f"{k}={v!r}" for k, v in a.items()) + ")" for n, a in calls) + "]"
+        return (
+            "["
+            + ", ".join(
+                f"{n}(" + ", ".join(f"{k}={_prompt_literal(v, entry.language)}" for k, v in a.items()) + ")"
+                for n, a in calls
+            )
+            + "]"
+        )
+    return (
+        "[" + ", ".join(f"{n}(" + ", ".join(f"{k}={v!r}" for k, v in a.items()) + ")" for n, a in calls) + "]"
+    )
 
 
 def keyword_call(call: str, involved_classes: list[str]) -> tuple[str, dict[str, Any]]:
     """Parse a ground-truth call string and bind positional arguments to parameter names."""
     node = ast.parse(call, mode="eval").body
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
-        raise ValueError(f"not a simple call: {call}")
+        raise ValueError(f"not a simple call: {call}")  # noqa: TRY004 (a malformed string, not a wrong type)
     name = node.func.id
     args = [ast.literal_eval(a) for a in node.args]
     kwargs = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords}
@@ -187,7 +208,10 @@ def multi_turn_output(entry: Entry, fmt: str) -> list[list[Any]]:
         if fmt == "fc":
             step: Any = [{n: json.dumps(a)} for n, a in calls]
         else:
-            step = "[" + ", ".join(f"{n}(" + ", ".join(f"{k}={v!r}" for k, v in a.items()) + ")"
-                                   for n, a in calls) + "]"
+            step = (
+                "["
+                + ", ".join(f"{n}(" + ", ".join(f"{k}={v!r}" for k, v in a.items()) + ")" for n, a in calls)
+                + "]"
+            )
         turns.append([step])
     return turns

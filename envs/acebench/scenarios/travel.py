@@ -193,7 +193,7 @@ class Travel:
         return cabins.index(cabin)
 
     # ---- queries ---------------------------------------------------------------------------
-    def get_flight_details(self, origin: str = None, destination: str = None) -> Any:
+    def get_flight_details(self, origin: str | None = None, destination: str | None = None) -> Any:
         """Flights filtered by origin and/or destination."""
         flights = [
             f
@@ -211,7 +211,7 @@ class Travel:
             return {k: v for k, v in user.items() if k != "password"}
         return {"status": "error", "message": self._t("bad_login")}
 
-    def get_reservation_details(self, reservation_id: str = None, user_id: str = None) -> Any:
+    def get_reservation_details(self, reservation_id: str | None = None, user_id: str | None = None) -> Any:
         """Reservations by reservation ID (checked first) or user ID, each with its flight."""
         if reservation_id:
             found = [r for r in self.reservations if r["reservation_id"] == reservation_id]
@@ -223,6 +223,18 @@ class Travel:
 
     def _flight(self, flight_no: Any) -> dict | None:
         return next((f for f in self.flights if f["flight_no"] == flight_no), None)
+
+    def _reservation_and_flight(self, reservation_id: Any, user_id: Any) -> tuple[dict | None, dict | None]:
+        """The reservation with this ID if it belongs to this user, and its flight (None for none)."""
+        res = next(
+            (
+                r
+                for r in self.reservations
+                if r["reservation_id"] == reservation_id and r["user_id"] == user_id
+            ),
+            None,
+        )
+        return res, (self._flight(res["flight_no"]) if res else None)
 
     def authenticate_user(self, user_id, password):
         """The user record when the password matches, else an error dict (truthy)."""
@@ -314,17 +326,9 @@ class Travel:
         new_payment_method=None,
     ):
         """Change a reservation's flight (same route), cabin and/or add bags."""
-        res = next(
-            (
-                r
-                for r in self.reservations
-                if r["reservation_id"] == reservation_id and r["user_id"] == user_id
-            ),
-            None,
-        )
+        res, current = self._reservation_and_flight(reservation_id, user_id)
         if not res:
             return self._t("no_reservation")
-        current = self._flight(res["flight_no"])
         if not current:
             return self._t("no_flight")
         payment = new_payment_method if new_payment_method else res["payment_method"]
@@ -363,17 +367,9 @@ class Travel:
         user = self.users.get(user_id, None)
         if not user:
             return self._t("bad_user")
-        res = next(
-            (
-                r
-                for r in self.reservations
-                if r["reservation_id"] == reservation_id and r["user_id"] == user_id
-            ),
-            None,
-        )
+        res, flight = self._reservation_and_flight(reservation_id, user_id)
         if not res:
             return self._t("not_yours")
-        flight = self._flight(res["flight_no"])
         if not flight:
             return self._t("bad_flight")
         depart = datetime.strptime(flight["depart_time"], TIME_FORMAT)

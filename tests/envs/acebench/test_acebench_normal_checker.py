@@ -115,29 +115,20 @@ def test_number_maps_to_int_and_floats_pass_as_variables():
     assert verdict("[get_weather(city='Paris', lat=48.0)]", int_answer) == (True, "")  # 48.0 == 48
 
 
-def test_objects_need_equal_keys_and_compare_by_str_substring():
+@pytest.mark.parametrize(
+    "options, expected",
+    [
+        ("{'lang': 'french', 'detail': 2}", (True, "")),
+        ("{'lang': 'French', 'detail': 25}", (True, "")),  # '2' is a substring of '25'
+        ("{'lang': 'French', 'detail': 3}", (False, "value_error")),
+        ("{'lang': 'French'}", (False, "value_error")),
+        ("{'lang': 'French', 'x': 2}", (False, "value_error")),
+        ("'French'", (False, "type_error")),
+    ],
+)
+def test_objects_need_equal_keys_and_compare_by_str_substring(options, expected):
     answer = {"get_weather": {"city": "Paris", "options": {"lang": "French", "detail": 2}}}
-    assert verdict("[get_weather(city='Paris', options={'lang': 'french', 'detail': 2})]", answer) == (
-        True,
-        "",
-    )
-    assert verdict("[get_weather(city='Paris', options={'lang': 'French', 'detail': 25})]", answer) == (
-        True,
-        "",
-    )
-    assert verdict("[get_weather(city='Paris', options={'lang': 'French', 'detail': 3})]", answer) == (
-        False,
-        "value_error",
-    )
-    assert verdict("[get_weather(city='Paris', options={'lang': 'French'})]", answer) == (
-        False,
-        "value_error",
-    )
-    assert verdict("[get_weather(city='Paris', options={'lang': 'French', 'x': 2})]", answer) == (
-        False,
-        "value_error",
-    )
-    assert verdict("[get_weather(city='Paris', options='French')]", answer) == (False, "type_error")
+    assert verdict(f"[get_weather(city='Paris', options={options})]", answer) == expected
 
 
 def test_lists_of_objects_go_item_by_item():
@@ -178,14 +169,18 @@ PARALLEL_ANSWER = {
     "output, expected",
     [
         (
-            "[book_flight(origin='Paris', dest='Rome'), book_flight(origin='Rome', dest='Oslo'), "
-            "get_weather(city='Oslo')]",
+            (
+                "[book_flight(origin='Paris', dest='Rome'), book_flight(origin='Rome', dest='Oslo'), "
+                "get_weather(city='Oslo')]"
+            ),
             (True, ""),
         ),
         # reordered parallel calls pass: matching is order-free
         (
-            "[get_weather(city='Oslo'), book_flight(origin='Rome', dest='Oslo'), "
-            "book_flight(origin='Paris', dest='Rome')]",
+            (
+                "[get_weather(city='Oslo'), book_flight(origin='Rome', dest='Oslo'), "
+                "book_flight(origin='Paris', dest='Rome')]"
+            ),
             (True, ""),
         ),
         # a dropped parallel call fails the count
@@ -201,19 +196,25 @@ PARALLEL_ANSWER = {
         # one wrong value among the parallel calls fails; the error reported is the last comparison's
         # (here the get_weather call, a name mismatch), as upstream reports it
         (
-            "[book_flight(origin='Paris', dest='Rome'), book_flight(origin='Rome', dest='Bergen'), "
-            "get_weather(city='Oslo')]",
+            (
+                "[book_flight(origin='Paris', dest='Rome'), book_flight(origin='Rome', dest='Bergen'), "
+                "get_weather(city='Oslo')]"
+            ),
             (False, "simple_function_checker:unclear"),
         ),
         (
-            "[book_flight(origin='Paris', dest='Rome'), get_weather(city='Oslo'), "
-            "book_flight(origin='Rome', dest='Bergen')]",
+            (
+                "[book_flight(origin='Paris', dest='Rome'), get_weather(city='Oslo'), "
+                "book_flight(origin='Rome', dest='Bergen')]"
+            ),
             (False, "value_error:string"),
         ),
         # QUIRK: calls are not matched one to one; "Paris-Rome and Rome-Oslo" both substring-match here
         (
-            "[book_flight(origin='Paris and Rome', dest='Rome and Oslo'), book_flight(origin='x', dest='y'), "
-            "get_weather(city='Oslo')]",
+            (
+                "[book_flight(origin='Paris and Rome', dest='Rome and Oslo'), book_flight(origin='x', dest='y'), "
+                "get_weather(city='Oslo')]"
+            ),
             (True, ""),
         ),
     ],

@@ -5,13 +5,11 @@ throwaway folder; see benchmarks/acebench_official_runner.py) on the same output
 ours; benchmarks/acebench_official_agreement.py does this at scale (about 80,000 cases).
 """
 
-import copy
-
 import pytest
 from conftest import needs_data
 
+from benchmarks.acebench_mutations import agent_cases
 from envs.acebench.data import load_category
-from envs.acebench.ground_truth import milestone_lists, replay_agent
 from envs.acebench.scoring import verdict
 
 pytestmark = needs_data
@@ -416,52 +414,9 @@ def test_normal_and_special_verdicts_match_the_official_ones(
     assert (v.valid, v.error_type) == (valid, error_type), label
 
 
-def _wrong_value(v):
-    if isinstance(v, bool):
-        return not v
-    if isinstance(v, int):
-        return v + 7
-    if isinstance(v, float):
-        return v + 1.5
-    if isinstance(v, str):
-        return "qqqzzz"
-    if isinstance(v, list):
-        return v[:-1] if v else ["zzz"]
-    if isinstance(v, dict):
-        if not v:
-            return {"zzz": 1}
-        k = next(iter(v))
-        return {**v, k: _wrong_value(v[k])}
-    return "changed"
-
-
 def _agent_case(entry, label):
-    stones = milestone_lists(entry)[0]
-    saved, process = replay_agent(entry, stones)
-    cls = next(iter(saved[0]))
-    first = next(iter(saved[0][cls]))
-    mod = copy.deepcopy(saved)
-    if label == "half_milestones":
-        return replay_agent(entry, stones[: len(stones) // 2])
-    if label == "skip_first_milestone":
-        return replay_agent(entry, stones[1:])
-    if label == "no_calls":
-        return replay_agent(entry, [])
-    if label == "gt_states_reversed_process":
-        return saved, process[::-1]
-    if label == "drop_last_class":
-        return saved[:-1], process
-    if label == "changed_attr":
-        mod[0][cls][first] = _wrong_value(saved[0][cls][first])
-    elif label == "missing_attr":
-        mod[0][cls].pop(first)
-    elif label == "extra_attr":
-        mod[0][cls]["zz_extra_attr"] = 1
-    elif label == "renamed_class":
-        mod[0] = {cls.lower(): mod[0][cls]}
-    elif label == "states_as_string":
-        return "done", process
-    return mod, process
+    """(states, process) of the agent mutation ``label``, as the agreement check built it."""
+    return next((states, process) for name, states, process in agent_cases(entry) if name == label)
 
 
 # (language, entry id, mutation, official valid, official error_type, official process accuracy)
