@@ -6,8 +6,11 @@ a clear error naming the variable when it is absent.
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 DATA_ENV_VAR = "LOPD_DATA_DIR"
 _DEV_DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -36,3 +39,25 @@ def require_data(*parts: str) -> Path:
 
 def has_data(*parts: str) -> bool:
     return data_dir().joinpath(*parts).exists()
+
+
+def json_lines(path: str | os.PathLike) -> Iterator[tuple[int, Any, Exception | None]]:
+    """``(line number, value, None)`` of each non-blank line of a JSONL file, or ``(line number, None, error)``
+    where the line is not JSON (undecodable bytes are replaced, so every line is seen)."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    yield n, json.loads(line), None
+                except (ValueError, RecursionError) as e:  # RecursionError: nesting too deep to parse
+                    yield n, None, e
+
+
+def read_jsonl(path: str | os.PathLike) -> list[Any]:
+    """Every value of a JSONL file; a line that is not JSON is an error naming it."""
+    rows = []
+    for n, value, error in json_lines(path):
+        if error is not None:
+            raise ValueError(f"{path}:{n}: not valid JSON ({error})") from None
+        rows.append(value)
+    return rows

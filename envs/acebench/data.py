@@ -14,12 +14,11 @@ by line position, as ACEBench's evaluator does, and the ids are checked to agree
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envs.data import has_data, require_data
+from envs.data import has_data, read_jsonl, require_data
 
 LANGUAGES = ("en", "zh")
 
@@ -94,16 +93,6 @@ def language_dir(language: str) -> Path:
     return require_data("acebench", "data_all", f"data_{language}")
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"{path}:{n}: not valid JSON ({e})") from None
-    return rows
 
 
 @functools.lru_cache(maxsize=None)
@@ -111,8 +100,8 @@ def load_category(language: str, category: str) -> tuple[Entry, ...]:
     """All entries of one category, in file order (cached per process)."""
     family_of(category)
     root = language_dir(language)
-    questions = _read_jsonl(root / f"data_{category}.json")
-    answers = _read_jsonl(root / "possible_answer" / f"data_{category}.json")
+    questions = read_jsonl(root / f"data_{category}.json")
+    answers = read_jsonl(root / "possible_answer" / f"data_{category}.json")
     if len(questions) != len(answers):
         raise ValueError(f"{category} ({language}): {len(questions)} questions but {len(answers)} answers")
     out = []

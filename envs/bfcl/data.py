@@ -12,14 +12,13 @@ docs named in ``missed_function`` are withheld until their turn.
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from envs.data import require_data
+from envs.data import read_jsonl, require_data
 
 DATA_NAME = "bfcl_v3"
 PREFIX = "BFCL_v3"
@@ -84,16 +83,6 @@ class Entry:
         return language_of(self.category)
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"{path}:{n}: invalid JSON ({e})") from None
-    return out
 
 
 def data_root() -> Path:
@@ -103,7 +92,7 @@ def data_root() -> Path:
 @lru_cache(maxsize=None)
 def class_docs(class_name: str) -> tuple[dict[str, Any], ...]:
     """Function docs of one simulated API class, from multi_turn_func_doc/."""
-    return tuple(_read_jsonl(data_root() / "multi_turn_func_doc" / CLASS_DOC_FILES[class_name]))
+    return tuple(read_jsonl(data_root() / "multi_turn_func_doc" / CLASS_DOC_FILES[class_name]))
 
 
 def _multi_turn_entry(raw: dict[str, Any], category: str, answer: Any) -> Entry:
@@ -132,11 +121,11 @@ def load_entries(category: str) -> tuple[Entry, ...]:
         if category in _cache:
             return _cache[category]
         root = data_root()
-        raws = _read_jsonl(root / f"{PREFIX}_{category}.json")
+        raws = read_jsonl(root / f"{PREFIX}_{category}.json")
         answers: dict[str, Any] = {}
         answer_file = root / "possible_answer" / f"{PREFIX}_{category}.json"
         if answer_file.exists():
-            answers = {a["id"]: a["ground_truth"] for a in _read_jsonl(answer_file)}
+            answers = {a["id"]: a["ground_truth"] for a in read_jsonl(answer_file)}
         entries = []
         for raw in raws:
             answer = answers.get(raw["id"])

@@ -47,25 +47,19 @@ def register_score(subparsers: argparse._SubParsersAction) -> None:
 
 def read_results(path: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """Rows by id from one result file, and the problems met (bad lines, duplicate ids)."""
+    from envs.data import json_lines
+
     rows: dict[str, dict[str, Any]] = {}
     problems: list[str] = []
-    with path.open(encoding="utf-8", errors="replace") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except (json.JSONDecodeError, RecursionError) as e:
-                problems.append(f"{path.name}:{n}: not valid JSON ({str(e)[:80]})")
-                continue
-            if not isinstance(row, dict) or "id" not in row:
-                problems.append(f"{path.name}:{n}: not an object with an 'id'")
-                continue
-            key = str(row["id"])
-            if key in rows:
-                problems.append(f"{path.name}:{n}: duplicate id {key} (the first line is used)")
-                continue
-            rows[key] = row
+    for n, row, error in json_lines(path):
+        if error is not None:
+            problems.append(f"{path.name}:{n}: not valid JSON ({str(error)[:80]})")
+        elif not isinstance(row, dict) or "id" not in row:
+            problems.append(f"{path.name}:{n}: not an object with an 'id'")
+        elif str(row["id"]) in rows:
+            problems.append(f"{path.name}:{n}: duplicate id {row['id']} (the first line is used)")
+        else:
+            rows[str(row["id"])] = row
     return rows, problems
 
 

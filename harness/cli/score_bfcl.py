@@ -34,24 +34,18 @@ def register_score(subparsers: argparse._SubParsersAction) -> None:
 
 def read_results(path: Path, warn: Any) -> dict[str, Any]:
     """id -> result from one result file; bad lines are reported through ``warn`` and skipped."""
+    from envs.data import json_lines
+
     out: dict[str, Any] = {}
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except (json.JSONDecodeError, RecursionError) as e:
-                warn(f"{path.name}:{n}: not valid JSON ({str(e)[:120]}); line skipped")
-                continue
-            if not isinstance(obj, dict) or "id" not in obj or "result" not in obj:
-                warn(f"{path.name}:{n}: expected an object with 'id' and 'result'; line skipped")
-                continue
-            key = str(obj["id"])
-            if key in out:
-                warn(f"{path.name}:{n}: duplicate id {key!r}; the first line is kept")
-                continue
-            out[key] = obj["result"]
+    for n, obj, error in json_lines(path):
+        if error is not None:
+            warn(f"{path.name}:{n}: not valid JSON ({str(error)[:120]}); line skipped")
+        elif not isinstance(obj, dict) or "id" not in obj or "result" not in obj:
+            warn(f"{path.name}:{n}: expected an object with 'id' and 'result'; line skipped")
+        elif str(obj["id"]) in out:
+            warn(f"{path.name}:{n}: duplicate id {str(obj['id'])!r}; the first line is kept")
+        else:
+            out[str(obj["id"])] = obj["result"]
     return out
 
 

@@ -35,6 +35,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from envs.data import json_lines
 from envs.trace import Episode, TraceError, TraceWriter, iter_records
 from harness.engines.server import EngineConfig
 from harness.rollout import LockedTokenizer
@@ -247,20 +248,17 @@ def read_progress(out: str | os.PathLike, repair: bool = True) -> Progress:
     notes += [f"{e} (ignored; its episode is run again)" for e in errors]
     verdicts: dict[tuple[str, str, int], dict[str, Any]] = {}
     if vpath.exists():
-        with open(vpath, encoding="utf-8", errors="replace") as f:
-            for lineno, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    v = json.loads(line)
-                    key = _key_of_record(v) if isinstance(v, dict) else None
-                except ValueError as e:
-                    notes.append(f"{vpath}:{lineno}: corrupt verdict line ({e}); rebuilt from its trace")
-                    continue
-                if key is None or key not in traces:
-                    notes.append(f"{vpath}:{lineno}: verdict without a trace {key}; ignored")
-                elif key not in verdicts:
-                    verdicts[key] = v
+        for lineno, v, error in json_lines(vpath):
+            try:
+                key = _key_of_record(v) if error is None and isinstance(v, dict) else None
+            except ValueError as e:
+                error = e
+            if error is not None:
+                notes.append(f"{vpath}:{lineno}: corrupt verdict line ({error}); rebuilt from its trace")
+            elif key is None or key not in traces:
+                notes.append(f"{vpath}:{lineno}: verdict without a trace {key}; ignored")
+            elif key not in verdicts:
+                verdicts[key] = v
     missing = [k for k in traces if k not in verdicts]
     if missing:
         rebuilt = {k: traces[k] for k in missing}

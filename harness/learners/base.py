@@ -230,6 +230,8 @@ class Learner(ABC):
 
     def __init__(self, ctx: LearnerContext):
         self.ctx = ctx
+        self.cfg: Any = ctx.cfg.learner_config
+        """This learner's section of the train config (an instance of ``Config``; None without one)."""
 
     @abstractmethod
     def train_step(self, batch: StepBatch) -> dict[str, float]:

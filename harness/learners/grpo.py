@@ -42,11 +42,11 @@ class GRPOLearner(Learner):
 
     name = "grpo"
     Config = GRPOConfig
+    cfg: GRPOConfig
     default_group_size = 4
 
     def __init__(self, ctx: LearnerContext):
         super().__init__(ctx)
-        self.cfg: GRPOConfig = ctx.cfg.learner_config
         if self.cfg.ppo_epochs < 1:
             raise ValueError("grpo.ppo_epochs must be >= 1")
         self.ref = frozen_teacher(ctx) if self.cfg.kl_coef else None

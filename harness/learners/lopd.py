@@ -91,10 +91,10 @@ class LOPDLearner(Learner):
 
     name = "lopd"
     Config = LOPDLearnerConfig
+    cfg: LOPDLearnerConfig
 
     def __init__(self, ctx: LearnerContext):
         super().__init__(ctx)
-        self.cfg: LOPDLearnerConfig = ctx.cfg.learner_config
         self.composer = build_composer(ctx, self.cfg)
         if self._served_teacher() and self.cfg.distill.full_vocab:
             raise ValueError("teacher servers return top-k log-probs, not logits: set lopd.distill.full_vocab=false")

@@ -49,10 +49,10 @@ class OPSDLearner(Learner):
 
     name = "opsd"
     Config = OPSDConfig
+    cfg: OPSDConfig
 
     def __init__(self, ctx: LearnerContext):
         super().__init__(ctx)
-        self.cfg: OPSDConfig = ctx.cfg.learner_config
         self.teacher = frozen_teacher(ctx, self.cfg.distill)
         self.bank = load_bank(ctx.cfg.bank) if self.cfg.oracle != "reference" else None
         self._env = None

@@ -56,11 +56,11 @@ class SDPOLearner(Learner):
 
     name = "sdpo"
     Config = SDPOConfig
+    cfg: SDPOConfig
     default_group_size = 4  # siblings come from the same group
 
     def __init__(self, ctx: LearnerContext):
         super().__init__(ctx)
-        self.cfg: SDPOConfig = ctx.cfg.learner_config
         if not 0.0 <= self.cfg.ema_rate <= 1.0:
             raise ValueError("sdpo.ema_rate must lie in [0, 1]")
         if ctx.teacher_engine is not None and self.cfg.ema_rate:

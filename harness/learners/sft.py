@@ -51,11 +51,11 @@ class SFTLearner(Learner):
 
     name = "sft"
     Config = SFTConfig
+    cfg: SFTConfig
     uses_rollouts = False
 
     def __init__(self, ctx: LearnerContext):
         super().__init__(ctx)
-        self.cfg: SFTConfig = ctx.cfg.learner_config
         self.examples: list[tuple[list[int], list[int]]] = []
         self.dropped = 0
         for messages_or_ep in self._records():

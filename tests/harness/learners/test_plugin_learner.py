@@ -14,7 +14,7 @@ from learner_fixtures import small_overrides
 
 from harness.cli import main
 from harness.distributed import sum_floats
-from harness.learners.base import LEARNERS, Learner, LearnerContext, StepBatch, register_learner
+from harness.learners.base import LEARNERS, Learner, StepBatch, register_learner
 from harness.learners.common import pad_id, pad_rows
 from harness.metrics import read_metrics
 from lopd.losses import token_log_probs
@@ -36,10 +36,7 @@ class ReinforceLearner(Learner):
 
     name = "reinforce"
     Config = ReinforceConfig
-
-    def __init__(self, ctx: LearnerContext):
-        super().__init__(ctx)
-        self.cfg: ReinforceConfig = ctx.cfg.learner_config
+    cfg: ReinforceConfig
 
     def train_step(self, batch: StepBatch) -> dict[str, float]:
         ctx, rs = self.ctx, batch.rollouts
