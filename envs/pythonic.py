@@ -12,11 +12,40 @@ own preprocessing. Never raises on model output.
 from __future__ import annotations
 
 import ast
+import operator
 from typing import Any
 
 from envs.protocol import ParsedResponse, ToolCall
 
 MAX_SOURCE_CHARS = 200_000
+
+
+BINARY_OPS = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow, ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift, ast.BitOr: operator.or_, ast.BitAnd: operator.and_, ast.BitXor: operator.xor,
+    ast.MatMult: operator.matmul,
+}
+"""Python's binary operators by AST node type (the checkers' evaluators apply their own limits first)."""
+UNARY_OPS = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert}
+"""Python's unary operators by AST node type."""
+COMPARE_OPS = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
+    ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+}
+"""Python's comparison operators by AST node type."""
+
+
+def dotted_name(node: ast.AST) -> str:
+    """``a.b.c`` of a chain of attributes on a name (the part that is a name or attribute, otherwise)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
 
 
 class _Unsupported(ValueError):

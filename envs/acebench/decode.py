@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envs.acebench.expr_eval import Budget, evaluate
+from envs.pythonic import dotted_name
 
 MAX_DECODE_CHARS = 1_000_000
 
@@ -73,16 +74,6 @@ def parse_expression(text: str) -> ast.expr:
     except SyntaxError as e:
         e.filename = "<unknown>"  # upstream's messages name ast.parse's default source
         raise
-
-
-def _call_name(func: ast.AST) -> str:
-    parts = []
-    while isinstance(func, ast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    if isinstance(func, ast.Name):
-        parts.append(func.id)
-    return ".".join(reversed(parts))
 
 
 def _negate_operand(node: ast.UnaryOp) -> Any:
@@ -143,7 +134,7 @@ def resolve_call(node: ast.Call, call_text: bool = False, budget: Budget | None 
     args: dict[Any, Any] = {}
     for kw in node.keywords:
         args[kw.arg] = _value(kw.value, call_text, budget)
-    return {_call_name(node.func): args}
+    return {dotted_name(node.func): args}
 
 
 def remove_whitespace(text: str) -> str:

@@ -22,9 +22,10 @@ items, characters or int bits. Other errors (``TypeError``, ``ZeroDivisionError`
 from __future__ import annotations
 
 import ast
-import operator
 import re
 from typing import Any
+
+from envs.pythonic import BINARY_OPS, COMPARE_OPS, UNARY_OPS
 
 MAX_WEIGHT = 100_000
 """Most items (containers, counted through nesting), characters (strings) or bits (ints) a value
@@ -37,34 +38,6 @@ class ExprError(ValueError):
     """An expression this evaluator refuses (not a Python error of the expression itself)."""
 
 
-_BINOPS = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-    ast.LShift: operator.lshift,
-    ast.RShift: operator.rshift,
-    ast.BitOr: operator.or_,
-    ast.BitAnd: operator.and_,
-    ast.BitXor: operator.xor,
-    ast.MatMult: operator.matmul,
-}
-_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert}
-_CMP = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-    ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b,
-    ast.Is: operator.is_,
-    ast.IsNot: operator.is_not,
-}
 BUILTINS = {
     f.__name__: f
     for f in (
@@ -324,12 +297,12 @@ class _Evaluator:
                     key = self.eval(k)
                     out[key] = self.eval(v)
             return out
-        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-            return self.budget.charge(_UNARY[type(node.op)](self.eval(node.operand)))
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        if isinstance(node, ast.UnaryOp) and type(node.op) in UNARY_OPS:
+            return self.budget.charge(UNARY_OPS[type(node.op)](self.eval(node.operand)))
+        if isinstance(node, ast.BinOp) and type(node.op) in BINARY_OPS:
             a, b = self.eval(node.left), self.eval(node.right)
             _guard_binop(type(node.op), a, b)
-            return self.budget.charge(_BINOPS[type(node.op)](a, b))
+            return self.budget.charge(BINARY_OPS[type(node.op)](a, b))
         if isinstance(node, ast.BoolOp):
             result = None
             for v in node.values:  # short-circuit like Python
@@ -341,7 +314,7 @@ class _Evaluator:
             left = self.eval(node.left)
             for op, comp in zip(node.ops, node.comparators):
                 right = self.eval(comp)
-                if not _CMP[type(op)](left, right):
+                if not COMPARE_OPS[type(op)](left, right):
                     return False
                 left = right
             return True

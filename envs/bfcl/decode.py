@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import ast
 import json
-import operator
 import warnings
 from typing import Any
 
 from envs.bfcl.errors import DecodeError  # callers also import it from here
 from envs.bfcl.java_js import parse_java_call, parse_js_call
+from envs.pythonic import BINARY_OPS, COMPARE_OPS, UNARY_OPS, dotted_name
 
 MAX_PROMPT_CHARS = 500_000
 
@@ -48,22 +48,11 @@ def _prepare(text: str) -> str:
     return s
 
 
-def _call_name(call: ast.Call) -> str:
-    parts = []
-    node = call.func
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def _call_dict(call: ast.Call) -> dict[str, Any]:
     args: dict[Any, Any] = {}
     for kw in call.keywords:  # positional arguments are ignored, as upstream
         args[kw.arg] = _value(kw.value)
-    return {_call_name(call): args}
+    return {dotted_name(call.func): args}
 
 
 def _value(node: ast.AST) -> Any:
@@ -110,34 +99,6 @@ def _value(node: ast.AST) -> Any:
 # Bounds that keep hostile arithmetic from hanging the checker (upstream would just run it).
 _MAX_POW_EXP = 10_000
 _MAX_SEQ = 1_000_000
-_BINOPS = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-    ast.LShift: operator.lshift,
-    ast.RShift: operator.rshift,
-    ast.BitOr: operator.or_,
-    ast.BitAnd: operator.and_,
-    ast.BitXor: operator.xor,
-    ast.MatMult: operator.matmul,
-}
-_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert}
-_CMP = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-    ast.Is: operator.is_,
-    ast.IsNot: operator.is_not,
-    ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b,
-}
 
 
 def _size(v: Any) -> int:
@@ -170,20 +131,20 @@ def _safe_eval(node: ast.AST) -> Any:
             return {_safe_eval(k): _safe_eval(v) for k, v in zip(node.keys, node.values)}
         except TypeError as e:
             raise DecodeError(str(e)) from None
-    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+    if isinstance(node, ast.UnaryOp) and type(node.op) in UNARY_OPS:
         v = _safe_eval(node.operand)
         try:
-            return _UNARY[type(node.op)](v)
+            return UNARY_OPS[type(node.op)](v)
         except (TypeError, ValueError) as e:
             raise DecodeError(str(e)) from None
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+    if isinstance(node, ast.BinOp) and type(node.op) in BINARY_OPS:
         return _safe_binop(type(node.op), _safe_eval(node.left), _safe_eval(node.right))
     if isinstance(node, ast.Compare):
         left = _safe_eval(node.left)
         for op, comp in zip(node.ops, node.comparators):
             right = _safe_eval(comp)
             try:
-                if not _CMP[type(op)](left, right):
+                if not COMPARE_OPS[type(op)](left, right):
                     return False
             except TypeError as e:
                 raise DecodeError(str(e)) from None
@@ -229,7 +190,7 @@ def _safe_binop(op: type, a: Any, b: Any) -> Any:
     if unsafe:
         raise DecodeError(unsafe)
     try:
-        return _BINOPS[op](a, b)
+        return BINARY_OPS[op](a, b)
     except (TypeError, ValueError, ZeroDivisionError, OverflowError, MemoryError) as e:
         raise DecodeError(f"{type(e).__name__}: {e}") from None
 

@@ -26,7 +26,8 @@ import warnings
 from functools import cache
 from typing import Any
 
-from envs.bfcl.decode import _BINOPS, _CMP, _MAX_POW_EXP, _UNARY, _unsafe_binop
+from envs.bfcl.decode import _MAX_POW_EXP, _unsafe_binop
+from envs.pythonic import BINARY_OPS, COMPARE_OPS, UNARY_OPS
 
 CLASS_MODULES = {
     "GorillaFileSystem": "gorilla_file_system",
@@ -188,17 +189,17 @@ class ApiSession:
                     key = self._ev(k)
                     out[key] = self._ev(v)
             return out
-        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-            return _UNARY[type(node.op)](self._ev(node.operand))
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        if isinstance(node, ast.UnaryOp) and type(node.op) in UNARY_OPS:
+            return UNARY_OPS[type(node.op)](self._ev(node.operand))
+        if isinstance(node, ast.BinOp) and type(node.op) in BINARY_OPS:
             a, b = self._ev(node.left), self._ev(node.right)
             _guard_binop(type(node.op), a, b)
-            return _BINOPS[type(node.op)](a, b)
+            return BINARY_OPS[type(node.op)](a, b)
         if isinstance(node, ast.Compare):
             left = self._ev(node.left)
             for op, comp in zip(node.ops, node.comparators):
                 right = self._ev(comp)
-                if not _CMP[type(op)](left, right):
+                if not COMPARE_OPS[type(op)](left, right):
                     return False
                 left = right
             return True
