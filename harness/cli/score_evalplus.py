@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 
+from harness.cli.sandboxed_scoring import add_sandbox_options, score_and_print
+
 
 def register_score(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -16,33 +18,13 @@ def register_score(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--dataset", required=True, choices=["humaneval", "mbpp"])
     p.add_argument("--samples", required=True, help="JSONL of {task_id, solution} or {task_id, completion}")
-    p.add_argument(
-        "--mode",
-        default="official",
-        choices=["official", "strict"],
-        help="official: evalplus 0.3.1's verdicts, quirks included (default); strict: also reject "
-        "faked passes (see docs/SANDBOX.md)",
-    )
     p.add_argument("--out", help="write one verdict line per sample, in input order")
-    p.add_argument("--backend", default="local", choices=["local", "docker"], help="sandbox backend")
-    p.add_argument("--workers", type=int, default=2, help="samples graded at once")
+    add_sandbox_options(p, "official: evalplus 0.3.1's verdicts, quirks included (default); strict: also reject "
+                           "faked passes (see docs/SANDBOX.md)")
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from envs.evalplus.scoring import format_summary, score_file
-    from envs.sandbox import SandboxConfig, SandboxUnavailable
 
-    try:
-        summary = score_file(
-            args.dataset,
-            args.samples,
-            mode=args.mode,
-            out=args.out,
-            sandbox=SandboxConfig(backend=args.backend),
-            workers=max(1, args.workers),
-        )
-    except SandboxUnavailable as e:
-        raise ValueError(str(e)) from None
-    print(format_summary(summary))
-    return 0
+    return score_and_print(score_file, format_summary, args, args.dataset, args.samples, out=args.out)

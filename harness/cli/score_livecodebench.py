@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 
+from harness.cli.sandboxed_scoring import add_sandbox_options, score_and_print
+
 
 def register_score(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -26,29 +28,13 @@ def register_score(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--release", help="with a directory: release_v1..release_v6, release_latest or v1..v6")
     p.add_argument("--start-date", help="only problems with contest_date >= this (ISO date)")
     p.add_argument("--end-date", help="only problems with contest_date <= this (ISO date)")
-    p.add_argument("--mode", default="official", choices=["official", "strict"])
-    p.add_argument("--backend", default="local", choices=["local", "docker"], help="sandbox backend")
-    p.add_argument("--workers", type=int, default=2)
+    add_sandbox_options(p, "official: lcb_runner's verdicts (default); strict: also reject faked passes "
+                           "(see docs/SANDBOX.md)")
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from envs.livecodebench.scoring import format_summary, score_file
-    from envs.sandbox import SandboxConfig, SandboxUnavailable
 
-    try:
-        summary = score_file(
-            args.problems,
-            args.samples,
-            out=args.out,
-            mode=args.mode,
-            sandbox=SandboxConfig(backend=args.backend),
-            workers=max(1, args.workers),
-            release=args.release,
-            start_date=args.start_date,
-            end_date=args.end_date,
-        )
-    except SandboxUnavailable as e:
-        raise ValueError(str(e)) from None
-    print(format_summary(summary))
-    return 0
+    return score_and_print(score_file, format_summary, args, args.problems, args.samples, out=args.out,
+                           release=args.release, start_date=args.start_date, end_date=args.end_date)
