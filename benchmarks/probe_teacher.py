@@ -36,8 +36,9 @@ from typing import Any, Callable
 
 import torch
 
-from harness.base_model import good_reference, make_env, referenced_prompts
-from harness.demo import load_base_dir
+from harness.basemodel.config import make_env
+from harness.basemodel.references import good_reference, referenced_prompts
+from harness.basemodel.build import load_base_dir
 
 CACHE_FILE = "teacher_probe.json"
 """The file in a run folder that caches :func:`teacher_advantage`'s results, by their arguments."""
@@ -115,8 +116,8 @@ def probe(base_dir: str, bank_dir: str, composers: list[str], n_tasks: int = 60,
     from harness.engines import HFEngine, SamplingParams
     from harness.learners.privileged import HashingEmbedder
     from harness.rollout import RolloutConfig
-    from harness.train_config import TrainConfig
-    from harness.trainer import example_config
+    from harness.training.train_config import TrainConfig
+    from harness.training.trainer import example_config
     from lopd.bank import ExperienceBank
     from lopd.composer import Composer
 
@@ -179,7 +180,7 @@ def _write_cache(path: Path, key: str, result: dict[str, Any]) -> None:
 
 
 def _device(name: str) -> torch.device:
-    from harness.trainer import resolve_device
+    from harness.training.trainer import resolve_device
 
     dev = resolve_device(name)
     return torch.device("cpu" if dev.startswith("cuda") and not torch.cuda.is_available() else dev)
@@ -199,15 +200,9 @@ def teacher_advantage(run_dir: str | Path, n_tasks: int = 60, samples: int = 2, 
     same bank). Returns ``{"tasks", "samples", "split", "checkpoint", "reward": {condition: mean
     reward}, "advantage_start", "advantage_end"}``; cached in ``run_dir/teacher_probe.json`` by the
     arguments (and the checkpoint), so a second call plays nothing."""
-    from harness.checkpoint import latest_checkpoint
+    from harness.training.checkpoint import latest_checkpoint
     from harness.config import load_config
-    from harness.engines import HFEngine, SamplingParams
-    from harness.learners.lopd import RANDOM_COMPOSER, check_composer_init
-    from harness.learners.privileged import load_bank
-    from harness.models import load_model
-    from harness.train_config import TrainConfig
-    from harness.trainer import load_student
-    from lopd.composer import Composer
+    from harness.training.train_config import TrainConfig
 
     run_dir = Path(run_dir)
     if n_tasks < 1 or samples < 1:
@@ -224,7 +219,18 @@ def teacher_advantage(run_dir: str | Path, n_tasks: int = 60, samples: int = 2, 
     hit = _read_cache(cache).get(key)
     if isinstance(hit, dict) and hit.get("checkpoint") == ckpt.name:
         return hit
+    tasks = _held_out_tasks(cfg, split, n_tasks, run_dir)
+    reward = _start_and_end_rewards(cfg, ckpt, tasks, samples, temperature, seed)
+    out = {"tasks": len(tasks), "samples": samples, "split": split, "temperature": temperature, "seed": seed,
+           "checkpoint": ckpt.name, "reward": reward,
+           "advantage_start": round(reward["teacher_start"] - reward["student_start"], 4),
+           "advantage_end": round(reward["teacher_end"] - reward["student_end"], 4)}
+    _write_cache(cache, key, out)
+    return out
 
+
+def _held_out_tasks(cfg: Any, split: str, n_tasks: int, run_dir: Path) -> list:
+    """The first ``n_tasks`` tasks of ``split`` in the run's world; ValueError when it has none."""
     import gymnasium as gym
 
     import envs  # noqa: F401  (registers the lopd/* ids)
@@ -236,6 +242,20 @@ def teacher_advantage(run_dir: str | Path, n_tasks: int = 60, samples: int = 2, 
                 if split == "val" else "")
         raise ValueError(f"{run_dir}: the world {cfg.env.id} with env.kwargs {cfg.env.kwargs} has no "
                          f"{split!r} tasks{hint}")
+    return tasks
+
+
+def _start_and_end_rewards(cfg: Any, ckpt: Path, tasks: list, samples: int, temperature: float,
+                           seed: int) -> dict[str, float]:
+    """The mean reward of each of :data:`CONDITIONS` on ``tasks`` (see :func:`teacher_advantage`)."""
+    import gymnasium as gym
+
+    from harness.engines import HFEngine, SamplingParams
+    from harness.learners.lopd_composer import RANDOM_COMPOSER, check_composer_init
+    from harness.learners.privileged import load_bank
+    from harness.models import load_model
+    from harness.training.trainer import load_student
+
     lcfg = cfg.lopd
     check_composer_init(lcfg.composer_init)
     device = _device(cfg.model.device)
@@ -252,15 +272,8 @@ def teacher_advantage(run_dir: str | Path, n_tasks: int = 60, samples: int = 2, 
             for t, row in zip(tasks, retrieve_hits(bank, tasks, cfg.env.id, lcfg.n_retrieved))}
     base, tok = load_student(cfg, device)
     base.eval()
-    with torch.random.fork_rng(devices=[]):  # as the learner builds it (the seed matters for `random`)
-        torch.manual_seed(lcfg.composer_seed)
-        composer = Composer(copy.deepcopy(base), tok, lcfg.composer).to(device)
-    if lcfg.composer_init != RANDOM_COMPOSER:
-        composer.load_trainable_state_dict(torch.load(lcfg.composer_init, map_location=device))
-    lat_start = compose_latents(composer, tasks, exps)
-    composer.load_trainable_state_dict(torch.load(ckpt / "learner.pt", map_location=device)["composer"])
-    lat_end = compose_latents(composer, tasks, exps)
-    del composer
+    init = None if lcfg.composer_init == RANDOM_COMPOSER else lcfg.composer_init
+    lat_start, lat_end = _start_and_end_latents(lcfg, init, ckpt, base, tok, tasks, exps, device)
 
     base_engine = HFEngine(base, tok)
     student, _ = load_model(ckpt / "student", dtype=getattr(torch, cfg.model.dtype), device=device)
@@ -268,18 +281,35 @@ def teacher_advantage(run_dir: str | Path, n_tasks: int = 60, samples: int = 2, 
              "teacher_start": (base_engine, latent_prompts(tok, ids, lat_start, lcfg.framing, kw)),
              "student_end": (HFEngine(student, tok), None),
              "teacher_end": (base_engine, latent_prompts(tok, ids, lat_end, lcfg.framing, kw))}
+    return _mean_rewards(plays, envs_, tok, ids, sampling, cfg.rollout, seeds)
+
+
+def _start_and_end_latents(lcfg: Any, init: str | None, ckpt: Path, base: Any, tok: Any, tasks: list,
+                           exps: dict[str, list[str]], device: torch.device) -> tuple[dict, dict]:
+    """The tasks' latents from the composer as the learner built it (``init``: its cold-start state,
+    None for random) and from the run's trained composer (the checkpoint's)."""
+    from lopd.composer import Composer
+
+    with torch.random.fork_rng(devices=[]):  # as the learner builds it (the seed matters for `random`)
+        torch.manual_seed(lcfg.composer_seed)
+        composer = Composer(copy.deepcopy(base), tok, lcfg.composer).to(device)
+    if init is not None:
+        composer.load_trainable_state_dict(torch.load(init, map_location=device))
+    lat_start = compose_latents(composer, tasks, exps)
+    composer.load_trainable_state_dict(torch.load(ckpt / "learner.pt", map_location=device)["composer"])
+    return lat_start, compose_latents(composer, tasks, exps)
+
+
+def _mean_rewards(plays: dict[str, tuple[Any, Callable | None]], envs_: list, tok: Any, ids: list[str],
+                  sampling: Any, rcfg: Any, seeds: list[int]) -> dict[str, float]:
+    """Each condition's mean episode reward; played in :data:`CONDITIONS`' order with the same seeds."""
     reward: dict[str, float] = {}
     with torch.no_grad():
         for name in CONDITIONS:
             engine, build = plays[name]
-            rs = play_rewards(envs_, engine, tok, ids, build, sampling, cfg.rollout, seeds)
+            rs = play_rewards(envs_, engine, tok, ids, build, sampling, rcfg, seeds)
             reward[name] = round(statistics.fmean(rs), 4)
-    out = {"tasks": len(tasks), "samples": samples, "split": split, "temperature": temperature, "seed": seed,
-           "checkpoint": ckpt.name, "reward": reward,
-           "advantage_start": round(reward["teacher_start"] - reward["student_start"], 4),
-           "advantage_end": round(reward["teacher_end"] - reward["student_end"], 4)}
-    _write_cache(cache, key, out)
-    return out
+    return reward
 
 
 def format_advantage(run_dir: str | Path, res: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ Each sub-package of ``envs`` that ships environments has a ``registration.py`` t
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import warnings
 from typing import Any
@@ -54,9 +55,8 @@ def load_all() -> None:
     if _loaded:
         return
     _loaded = True
-    import envs
-
-    for mod in sorted(pkgutil.iter_modules(envs.__path__), key=lambda m: m.name):
+    # envs' own folder, found from here: importing the package back would make a cycle
+    for mod in sorted(pkgutil.iter_modules([os.path.dirname(__file__)]), key=lambda m: m.name):
         if not mod.ispkg:
             continue
         name = f"envs.{mod.name}.registration"

@@ -18,7 +18,7 @@ from envs.core import Task
 from envs.evalplus.data import Dataset, load_problems
 from envs.evalplus.verifier import EvalPlusVerifier, Mode, Verdict
 from envs.sandbox.codeenv import CodeEnv
-from envs.sandbox.config import SandboxConfig, sandbox_config
+from envs.sandbox.config import SandboxConfig
 
 # evalplus 0.3.1 codegen's instruction for chat models (evalplus/codegen.py)
 INSTRUCTION = (
@@ -59,7 +59,7 @@ def defined_names(tree: ast.Module) -> set[str]:
     return names
 
 
-class EvalPlusEnv(CodeEnv):
+class EvalPlusEnv(CodeEnv[EvalPlusVerifier]):
     """One EvalPlus dataset; tasks are in split 'test'."""
 
     def __init__(
@@ -69,20 +69,11 @@ class EvalPlusEnv(CodeEnv):
         sandbox: SandboxConfig | dict | None = None,
         **kwargs: Any,
     ):
-        super().__init__(**kwargs)
-        if mode not in ("official", "strict"):
-            raise ValueError(f"mode must be 'official' or 'strict', got {mode!r}")
-        self.dataset, self.mode = dataset, mode
-        self.sandbox_config = sandbox_config(sandbox)
-        self._verifier: EvalPlusVerifier | None = None
+        super().__init__(mode=mode, sandbox=sandbox, **kwargs)
+        self.dataset = dataset
 
-    @property
-    def verifier(self) -> EvalPlusVerifier:
-        if self._verifier is None:
-            self._verifier = EvalPlusVerifier(
-                self.dataset, mode=self.mode, sandbox_config=self.sandbox_config
-            )
-        return self._verifier
+    def make_verifier(self) -> EvalPlusVerifier:
+        return EvalPlusVerifier(self.dataset, mode=self.mode, sandbox_config=self.sandbox_config)
 
     def load_tasks(self) -> list[Task]:
         return [
@@ -106,9 +97,3 @@ class EvalPlusEnv(CodeEnv):
 
     def refused(self, task: Task, reason: str) -> dict[str, Any]:
         return {**Verdict(task.task_id, False, None, None).to_json(), "mode": self.mode, "reason": reason}
-
-    def close(self) -> None:
-        if self._verifier is not None:
-            self._verifier.close()
-            self._verifier = None
-        super().close()

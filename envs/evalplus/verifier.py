@@ -18,27 +18,21 @@ True
 from __future__ import annotations
 
 import pickle
-import secrets
-import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from envs.evalplus.data import Dataset, expected_outputs, load_problems, output_not_none
-from envs.sandbox import ExecResult, Limits, Sandbox, SandboxConfig, make_sandbox
-from envs.sandbox.base import compose_program, memory_note
-from envs.sandbox.guest import KEY_BYTES, open_result
+from envs.sandbox import ExecResult, Sandbox, SandboxConfig
+from envs.sandbox.grading import Mode, SandboxGrader, check_mode, frame, grader_program, verdict_record
+from envs.sandbox.guest import open_result
 
-Mode = Literal["official", "strict"]
 PASS = "pass"
-_HERE = Path(__file__).parent
-_PROGRAM = compose_program(
-    (_HERE.parent / "sandbox" / "guest.py").read_text(), (_HERE / "sandbox_program.py").read_text()
-)
+_PROGRAM = grader_program(Path(__file__).with_name("sandbox_program.py"))
 PRELOAD = ("numpy", "evalplus.eval", "evalplus.eval.utils", "marshal", "pickle", "multiprocessing")
 OFFICIAL_VM_BYTES = {"humaneval": 2_137_088 << 10, "mbpp": 3_141_200 << 10}
 """Address space (VmSize) of ``evalplus.evaluate``'s main process when it forks its pool, per dataset:
@@ -47,9 +41,6 @@ cached expected outputs, measured with Python 3.11 on the 2-core dev VM (docs/SA
 process inherits it, so evalplus's 4 GiB RLIMIT_AS leaves a solution only the rest (~2.1 GB HumanEval+,
 ~1.0 GB MBPP+; nothing for Mbpp/255's 1.7M-tuple output). Official mode makes its check processes
 inherit as much (see sandbox_program.py)."""
-LIMITS = Limits(memory_mb=16384, nproc=64, max_output_bytes=64 << 20)
-"""Limits of every grading run (the time limits are set per task). They are also the verifier's
-sandbox defaults, so the docker backend's warm pool holds containers that fit these runs."""
 
 
 @dataclass
@@ -73,19 +64,8 @@ class Verdict:
         return self.base_status == PASS
 
     def to_json(self, sample_index: int | None = None) -> dict[str, Any]:
-        d = {"task_id": self.task_id}
-        if sample_index is not None:
-            d["sample_index"] = sample_index
-        d.update({"pass": self.passed, "base_status": self.base_status, "plus_status": self.plus_status})
-        if self.error:
-            d["error"] = self.error
-        if self.memory_note:
-            d["memory"] = self.memory_note
-        return d
-
-
-def _frame(payload: bytes) -> bytes:
-    return struct.pack(">I", len(payload)) + payload
+        fields = {"pass": self.passed, "base_status": self.base_status, "plus_status": self.plus_status}
+        return verdict_record({"task_id": self.task_id}, sample_index, fields, self.error, self.memory_note)
 
 
 def phase_budget(ref_time: list[float], min_time_limit: float, factor: float) -> float:
@@ -93,8 +73,11 @@ def phase_budget(ref_time: list[float], min_time_limit: float, factor: float) ->
     return min(60.0, sum(max(min_time_limit, factor * t) for t in ref_time)) + 2.0
 
 
-class EvalPlusVerifier:
+class EvalPlusVerifier(SandboxGrader):
     """Grades solutions of one dataset in one sandbox backend. Thread-safe."""
+
+    program = _PROGRAM
+    preload = PRELOAD
 
     def __init__(
         self,
@@ -111,14 +94,10 @@ class EvalPlusVerifier:
         ``check_correctness`` called alone would (the full 4 GiB for the solution)."""
         from evalplus.config import DEFAULT_GT_TIME_LIMIT_FACTOR, DEFAULT_MIN_TIME_LIMIT
 
-        if mode not in ("official", "strict"):
-            raise ValueError(f"mode must be 'official' or 'strict', got {mode!r}")
-        self.dataset, self.mode = dataset, mode
+        check_mode(mode)  # before the data is loaded
+        self.dataset = dataset
         self.problems = load_problems(dataset)
-        self._own_sandbox = sandbox is None
-        self.sandbox = sandbox or make_sandbox(
-            replace(sandbox_config or SandboxConfig(), limits=LIMITS), preload=PRELOAD, programs=(_PROGRAM,)
-        )
+        super().__init__(mode, sandbox, sandbox_config)
         self.min_time_limit = DEFAULT_MIN_TIME_LIMIT if min_time_limit is None else min_time_limit
         self.factor = DEFAULT_GT_TIME_LIMIT_FACTOR if gt_time_limit_factor is None else gt_time_limit_factor
         self.official_vm_bytes = (
@@ -126,16 +105,6 @@ class EvalPlusVerifier:
         )
         self._blobs: OrderedDict[str, tuple[bytes, bytes, float]] = OrderedDict()
         self._blob_lock = threading.Lock()
-
-    def close(self) -> None:
-        if self._own_sandbox:
-            self.sandbox.close()
-
-    def __enter__(self) -> EvalPlusVerifier:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def solution_of(self, sample: dict[str, Any]) -> str:
         """evalplus's rule: ``solution`` if present, else prompt + ``completion``."""
@@ -160,8 +129,8 @@ class EvalPlusVerifier:
             phases.append(ph)
             budget += phase_budget(gt[f"{name}_time"], self.min_time_limit, self.factor)
         blobs = (
-            _frame(pickle.dumps(phases, protocol=4)),
-            _frame(pickle.dumps(expected, protocol=4)) if self.mode == "strict" else b"",
+            frame(pickle.dumps(phases, protocol=4)),
+            frame(pickle.dumps(expected, protocol=4)) if self.mode == "strict" else b"",
             budget,
         )
         with self._blob_lock:
@@ -192,13 +161,8 @@ class EvalPlusVerifier:
         if self.mode == "official":
             job["official_vm_bytes"] = self.official_vm_bytes
         phases, expected, budget = self._task_blobs(task_id)
-        key = secrets.token_bytes(KEY_BYTES)  # seals the runner's result: see envs/sandbox/guest.py
-        stdin = _frame(pickle.dumps(job, protocol=4)) + phases + expected + _frame(key)
-        limits = replace(LIMITS, timeout_s=budget + 15.0, cpu_s=int(budget) + 30)
-        result = self.sandbox.run(_PROGRAM, stdin=stdin, limits=limits, grader=True)
-        verdict = self._parse(task_id, result, key)
-        verdict.memory_note = memory_note(result)
-        return verdict
+        stdin = frame(pickle.dumps(job, protocol=4)) + phases + expected
+        return self._run_sealed(stdin, budget, lambda r, key: self._parse(task_id, r, key))
 
     def _parse(self, task_id: str, r: ExecResult, key: bytes) -> Verdict:
         try:

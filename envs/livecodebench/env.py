@@ -18,7 +18,7 @@ from envs.core import Task
 from envs.livecodebench.data import PUBLIC_ONLY_NOTE, Problem, load_problems
 from envs.livecodebench.verifier import TIMEOUT_S, LCBVerdict, LCBVerifier, Mode, extract_code
 from envs.sandbox.codeenv import CodeEnv
-from envs.sandbox.config import SandboxConfig, sandbox_config
+from envs.sandbox.config import SandboxConfig
 
 SYSTEM_MESSAGE = (
     "You are an expert Python programmer. You will be given a question (problem specification) and "
@@ -59,7 +59,7 @@ def fail_reason(v: LCBVerdict) -> str:
     return f"tests failed: results {v.results}"
 
 
-class LiveCodeBenchEnv(CodeEnv):
+class LiveCodeBenchEnv(CodeEnv[LCBVerifier]):
     """Problems from ``source`` (default: the staged public-test file), split 'test'. ``timeout``: the
     seconds per test (lcb_runner's 6; smaller only for quick tests)."""
 
@@ -74,21 +74,12 @@ class LiveCodeBenchEnv(CodeEnv):
         timeout: int = TIMEOUT_S,
         **kwargs: Any,
     ):
-        super().__init__(**kwargs)
-        if mode not in ("official", "strict"):
-            raise ValueError(f"mode must be 'official' or 'strict', got {mode!r}")
+        super().__init__(mode=mode, sandbox=sandbox, **kwargs)
         self.source, self.release, self.start_date, self.end_date = source, release, start_date, end_date
-        self.mode, self.timeout = mode, int(timeout)
-        self.sandbox_config = sandbox_config(sandbox)
-        self._verifier: LCBVerifier | None = None
+        self.timeout = int(timeout)
 
-    @property
-    def verifier(self) -> LCBVerifier:
-        if self._verifier is None:
-            self._verifier = LCBVerifier(
-                mode=self.mode, sandbox_config=self.sandbox_config, timeout=self.timeout
-            )
-        return self._verifier
+    def make_verifier(self) -> LCBVerifier:
+        return LCBVerifier(mode=self.mode, sandbox_config=self.sandbox_config, timeout=self.timeout)
 
     def load_tasks(self) -> list[Task]:
         probs = load_problems(self.source, self.release, self.start_date, self.end_date)
@@ -114,9 +105,3 @@ class LiveCodeBenchEnv(CodeEnv):
         if problem.public_only:
             verdict["note"] = PUBLIC_ONLY_NOTE
         return verdict
-
-    def close(self) -> None:
-        if self._verifier is not None:
-            self._verifier.close()
-            self._verifier = None
-        super().close()

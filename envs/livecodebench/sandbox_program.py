@@ -30,9 +30,14 @@ stdout: one sealed JSON line {"results": [...], "metadata": {...}} (envs/sandbox
 
 from __future__ import annotations
 
+import faulthandler
 import json
+import marshal
 import os
+import signal
+import sys
 import time
+from functools import partial
 
 try:  # on the host (tests); inside the sandbox the guest helpers precede this source
     from envs.sandbox.guest import (
@@ -49,8 +54,10 @@ except ImportError:
     pass
 
 # lcb_runner's import header: star-imports of these modules (plus builtins and typing), then plain imports.
+# fmt: off
 _HEADER_MODULES = ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random",
                    "statistics", "itertools", "functools", "operator", "io", "sys", "json")
+# fmt: on
 IMPORT_HEADER = "\n".join(
     [f"from {m} import *" for m in (*_HEADER_MODULES, "builtins", "typing")]
     + [f"import {m}" for m in _HEADER_MODULES]
@@ -72,7 +79,6 @@ class TimeoutException(Exception):
 def preimport():
     """What the runner imports, before any candidate runs (a lazy import could find a planted module)."""
     import decimal  # noqa: F401
-    import marshal  # noqa: F401
 
 
 def _on_alarm(signum, frame):
@@ -90,7 +96,6 @@ class Capturing(list):
 
     def __enter__(self):
         import io
-        import sys
 
         self._stdout = sys.stdout
         sys.stdout = self._buf = io.StringIO()
@@ -98,8 +103,6 @@ class Capturing(list):
         return self
 
     def __exit__(self, *exc):
-        import sys
-
         self.append(self._buf.getvalue())
         del self._buf
         sys.stdout = self._stdout
@@ -140,7 +143,6 @@ def wrap_in_function(code):
 
 
 def compile_solution(code, timeout):
-    import signal
     from types import ModuleType
 
     signal.alarm(timeout)
@@ -263,10 +265,8 @@ def stdout_verdict(prediction, expected):
 def lcb_guard():
     """lcb_runner's reliability_guard() (no memory limit): the same names disabled."""
     import builtins
-    import faulthandler
     import shutil
     import subprocess
-    import sys
 
     faulthandler.disable()
     builtins.quit = None
@@ -311,63 +311,80 @@ def _error(code, message, **extra):
     return dict({"error_code": code, "error_message": message}, **extra)
 
 
+_RAISED = {-3: "Time Limit Exceeded", -4: "Runtime Error"}
+
+
+def _wrong_answer(message, output, inputs, expected):
+    return _error(
+        -2, message, output=_truncate(output), inputs=_truncate(inputs), expected=_truncate(expected)
+    )
+
+
 # ---- the worker ------------------------------------------------------------------------------
 def grade_in_worker(job, report, begin=lambda i: None):
     """lcb's run_test. ``report(i, outcome)`` receives each test's raw outcome in strict mode;
     in official mode (job has outputs) the worker compares itself. ``begin(i)`` is called as test i
     starts, ``begin(-2)`` and ``begin(-1)`` around the compilation. Returns (results, metadata)."""
-    import faulthandler
-    import marshal
-    import signal
+    grade = _grade_stdin if job["fn_name"] is None else _grade_calls
+    return grade(job, report, begin)
 
-    timeout, official = job["timeout"], "outputs" in job
-    inputs, outputs = job["inputs"], job.get("outputs")
+
+def _timed_test(timeout, run, then=None):
+    """One test inside lcb's guard: ``run()`` under the alarm, faulthandler on, then ``then(its
+    value)`` with the alarm off but still guarded. Returns (what either raised, then's value)."""
+    signal.alarm(timeout)
+    faulthandler.enable()
+    try:
+        value = run()
+        signal.alarm(0)
+        return None, then(value) if then is not None else None
+    except Exception as e:
+        signal.alarm(0)
+        return e, None
+    finally:
+        signal.alarm(0)
+        faulthandler.disable()
+
+
+def _raised(results, report, i, e, shown_input):
+    """Test ``i`` raised ``e``: -3 for lcb's TimeoutException, else -4; the grading ends."""
+    code_ = -3 if "timeoutexception" in repr(e).lower() else -4
+    results.append(code_)
+    report(i, ("E", code_, repr(e)))
+    return results, _error(code_, _RAISED[code_], error=repr(e), inputs=_truncate(shown_input))
+
+
+def _grade_stdin(job, report, begin):
+    """The stdin tests: each input's stdout, compared line by line (official) or reported (strict)."""
+    timeout, official, outputs = job["timeout"], "outputs" in job, job.get("outputs")
+    code = wrap_in_function(unwrap_main_guard(job["code"]))
+    begin(-2)
+    compiled = compile_solution(code, timeout)
+    begin(-1)
+    method = getattr(compiled, "wrapped_function", None)
+    if method is None:
+        raise TypeError("cannot unpack non-iterable NoneType object")
     results = []
-    if job["fn_name"] is None:
-        code = wrap_in_function(unwrap_main_guard(job["code"]))
-        begin(-2)
-        compiled = compile_solution(code, timeout)
-        begin(-1)
-        method = getattr(compiled, "wrapped_function", None)
-        if method is None:
-            raise TypeError("cannot unpack non-iterable NoneType object")
-        for i, inp in enumerate(inputs):
-            begin(i)
-            signal.alarm(timeout)
-            faulthandler.enable()
-            with Capturing() as captured:
-                try:
-                    call_with_stdin(method, inp)
-                    signal.alarm(0)
-                except Exception as e:
-                    signal.alarm(0)
-                    code_ = -3 if "timeoutexception" in repr(e).lower() else -4
-                    results.append(code_)
-                    report(i, ("E", code_, repr(e)))
-                    return results, _error(
-                        code_,
-                        "Time Limit Exceeded" if code_ == -3 else "Runtime Error",
-                        error=repr(e),
-                        inputs=_truncate(inp),
-                    )
-                finally:
-                    signal.alarm(0)
-                    faulthandler.disable()
-            if not official:
-                report(i, ("T", captured[0]))
-                continue
-            wrong = stdout_verdict(captured[0], outputs[i])
-            if wrong is not None:
-                results.append(-2)
-                return results, _error(
-                    -2,
-                    wrong,
-                    output=_truncate(captured[0]),
-                    inputs=_truncate(inp),
-                    expected=_truncate(outputs[i]),
-                )
-            results.append(True)
-        return results, {"execution time": 0.0}
+    for i, inp in enumerate(job["inputs"]):
+        begin(i)
+        with Capturing() as captured:
+            raised, _ = _timed_test(timeout, partial(call_with_stdin, method, inp))
+        if raised is not None:
+            return _raised(results, report, i, raised, inp)
+        if not official:
+            report(i, ("T", captured[0]))
+            continue
+        wrong = stdout_verdict(captured[0], outputs[i])
+        if wrong is not None:
+            results.append(-2)
+            return results, _wrong_answer(wrong, captured[0], inp, outputs[i])
+        results.append(True)
+    return results, {"execution time": 0.0}
+
+
+def _grade_calls(job, report, begin):
+    """The call-based tests: each call's return value, compared with ``==`` (official) or reported."""
+    timeout, official = job["timeout"], "outputs" in job
     begin(-2)
     compiled = compile_solution(IMPORT_HEADER + "\n\n" + job["code"], timeout)
     begin(-1)
@@ -376,55 +393,39 @@ def grade_in_worker(job, report, begin=lambda i: None):
         method = getattr(compiled, job["fn_name"])
     except Exception:
         raise TypeError("cannot unpack non-iterable NoneType object") from None
-    args_list = [[json.loads(line) for line in inp.split("\n")] for inp in inputs]
-    expected = [json.loads(o) for o in outputs] if official else None
+    args_list = [[json.loads(line) for line in inp.split("\n")] for inp in job["inputs"]]
+    expected = [json.loads(o) for o in job["outputs"]] if official else None
+    results = []
     for i, args in enumerate(args_list):
         begin(i)
-        signal.alarm(timeout)
-        faulthandler.enable()
-        try:
-            prediction = method(*args)
-            signal.alarm(0)
-            if isinstance(prediction, tuple):
-                prediction = list(prediction)
-            if not official:
-                try:
-                    report(i, ("V", marshal.dumps(prediction)))
-                except ValueError:
-                    report(i, ("U",))
-                continue
-            ok = prediction == expected[i]
-            results.append(True if ok else False)
-            if not ok:
-                return results, _error(
-                    -2,
-                    "Wrong Answer",
-                    output=_truncate(prediction),
-                    inputs=_truncate(args),
-                    expected=_truncate(expected[i]),
-                )
-        except Exception as e:
-            signal.alarm(0)
-            code_ = -3 if "timeoutexception" in repr(e).lower() else -4
-            results.append(code_)
-            report(i, ("E", code_, repr(e)))
-            return results, _error(
-                code_,
-                "Time Limit Exceeded" if code_ == -3 else "Runtime Error",
-                error=repr(e),
-                inputs=_truncate(args),
-            )
-        finally:
-            signal.alarm(0)
-            faulthandler.disable()
+        check = partial(_call_outcome, i, args, expected, results, report)
+        raised, wrong = _timed_test(timeout, partial(method, *args), check)
+        if raised is not None:
+            return _raised(results, report, i, raised, args)
+        if wrong is not None:
+            return results, wrong
     return results, {"execution time": 0.0}
 
 
-def lcb_worker(msg_fd, job):
-    import marshal
-    import signal
-    import sys
+def _call_outcome(i, args, expected, results, report, prediction):
+    """Test ``i``'s return value, reported (strict: no ``expected``) or compared: the wrong answer's
+    metadata, else None. Runs inside lcb's guard, so what it raises is the test's runtime error."""
+    if isinstance(prediction, tuple):
+        prediction = list(prediction)
+    if expected is None:
+        try:
+            report(i, ("V", marshal.dumps(prediction)))
+        except ValueError:
+            report(i, ("U",))
+        return None
+    ok = prediction == expected[i]
+    results.append(True if ok else False)
+    if not ok:
+        return _wrong_answer("Wrong Answer", prediction, args, expected[i])
+    return None
 
+
+def lcb_worker(msg_fd, job):
     send, dumps = send_msg, marshal.dumps
     sys.set_int_max_str_digits(50000)
     sys.stdin = open(os.devnull)  # what a multiprocessing child gets
@@ -491,8 +492,6 @@ def strict_grade(job, outputs, reader, deadline):
 
 def _strict_message(job, outputs, expected, st, msg):
     """Apply one worker message to ``st``; the verdict when it ends the grading, else None."""
-    import marshal
-
     kind, payload = msg
     results = st["results"]
     if kind == "R":  # the worker's own end: setup errors or every test reported
@@ -539,8 +538,6 @@ def _begin(job, outputs, st, i):
 
 def _outcome(job, outputs, expected, results, i, outcome):
     """Grade test ``i``'s raw outcome; the verdict when it is a failure, else None."""
-    import marshal
-
     tag = outcome[1]
     if tag == "E":
         code_ = -3 if outcome[2] == -3 else -4
@@ -573,8 +570,6 @@ def _outcome(job, outputs, expected, results, i, outcome):
 
 
 def main():
-    import sys
-
     guard_runner()
     preimport()
     sys.set_int_max_str_digits(50000)

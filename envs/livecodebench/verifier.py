@@ -14,25 +14,19 @@ from __future__ import annotations
 
 import ast
 import json
-import secrets
-import struct
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from envs.livecodebench.data import Problem
-from envs.sandbox import ExecResult, Limits, Sandbox, SandboxConfig, make_sandbox
-from envs.sandbox.base import compose_program, memory_note
-from envs.sandbox.guest import KEY_BYTES, open_result
+from envs.sandbox import ExecResult, Sandbox, SandboxConfig
+from envs.sandbox.grading import Mode, SandboxGrader, frame, grader_program, verdict_record
+from envs.sandbox.guest import open_result
 
-Mode = Literal["official", "strict"]
 TIMEOUT_S = 6
-_HERE = Path(__file__).parent
-_PROGRAM = compose_program(
-    (_HERE.parent / "sandbox" / "guest.py").read_text(), (_HERE / "sandbox_program.py").read_text()
-)
+_PROGRAM = grader_program(Path(__file__).with_name("sandbox_program.py"))
 PRELOAD = (
     "unittest.mock",
     "decimal",
@@ -55,9 +49,6 @@ PRELOAD = (
     "io",
     "typing",
 )
-LIMITS = Limits(memory_mb=16384, nproc=64, max_output_bytes=64 << 20)
-"""Limits of every grading run (the time limits are set per problem). They are also the verifier's
-sandbox defaults, so the docker backend's warm pool holds containers that fit these runs."""
 
 
 @dataclass
@@ -71,9 +62,9 @@ class LCBVerdict:
     metadata: dict[str, Any] = field(default_factory=dict)
     global_timeout: bool = False
     error: str | None = None
+    """The sandbox itself failed (graded as a failure)."""
     memory_note: str | None = None
     """Set when ``memory_mb`` capped each process alone, not the run (no memory cgroup here)."""
-    """The sandbox itself failed (graded as a failure)."""
 
     @property
     def passed(self) -> bool:
@@ -81,21 +72,12 @@ class LCBVerdict:
         return bool(self.results) and all(r is True or (type(r) is int and r > 0) for r in self.results)
 
     def to_json(self, sample_index: int | None = None) -> dict[str, Any]:
-        d: dict[str, Any] = {"question_id": self.question_id}
-        if sample_index is not None:
-            d["sample_index"] = sample_index
-        d.update({"pass": self.passed, "results": self.results, "metadata": self.metadata})
+        fields = {"pass": self.passed, "results": self.results, "metadata": self.metadata}
         if self.global_timeout:
-            d["global_timeout"] = True
-        if self.error:
-            d["error"] = self.error
-        if self.memory_note:
-            d["memory"] = self.memory_note
-        return d
-
-
-def _frame(payload: bytes) -> bytes:
-    return struct.pack(">I", len(payload)) + payload
+            fields["global_timeout"] = True
+        return verdict_record(
+            {"question_id": self.question_id}, sample_index, fields, self.error, self.memory_note
+        )
 
 
 def extract_code(model_output: str) -> str:
@@ -107,8 +89,11 @@ def extract_code(model_output: str) -> str:
     return "\n".join(lines[fences[-2] + 1 : fences[-1]])
 
 
-class LCBVerifier:
+class LCBVerifier(SandboxGrader):
     """Grades code for LiveCodeBench problems in one sandbox backend. Thread-safe."""
+
+    program = _PROGRAM
+    preload = PRELOAD
 
     def __init__(
         self,
@@ -117,23 +102,8 @@ class LCBVerifier:
         sandbox_config: SandboxConfig | None = None,
         timeout: int = TIMEOUT_S,
     ):
-        if mode not in ("official", "strict"):
-            raise ValueError(f"mode must be 'official' or 'strict', got {mode!r}")
-        self.mode, self.timeout = mode, int(timeout)
-        self._own_sandbox = sandbox is None
-        self.sandbox = sandbox or make_sandbox(
-            replace(sandbox_config or SandboxConfig(), limits=LIMITS), preload=PRELOAD, programs=(_PROGRAM,)
-        )
-
-    def close(self) -> None:
-        if self._own_sandbox:
-            self.sandbox.close()
-
-    def __enter__(self) -> LCBVerifier:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+        self.timeout = int(timeout)
+        super().__init__(mode, sandbox, sandbox_config)
 
     def check(self, problem: Problem, code: str) -> LCBVerdict:
         """Grade already-extracted ``code`` on the problem's public + private tests."""
@@ -157,15 +127,10 @@ class LCBVerifier:
         if self.mode == "official":
             job["outputs"] = sample["outputs"]
         else:
-            tail = _frame(json.dumps(sample["outputs"]).encode())
-        key = secrets.token_bytes(KEY_BYTES)  # seals the runner's result: see envs/sandbox/guest.py
-        stdin = _frame(json.dumps(job).encode()) + tail + _frame(key)
+            tail = frame(json.dumps(sample["outputs"]).encode())
+        stdin = frame(json.dumps(job).encode()) + tail
         budget = (self.timeout + 1) * n + 5
-        limits = replace(LIMITS, timeout_s=budget + 15.0, cpu_s=budget + 30)
-        result = self.sandbox.run(_PROGRAM, stdin=stdin, limits=limits, grader=True)
-        verdict = self._parse(problem.question_id, result, key)
-        verdict.memory_note = memory_note(result)
-        return verdict
+        return self._run_sealed(stdin, budget, lambda r, key: self._parse(problem.question_id, r, key))
 
     def _parse(self, qid: str, r: ExecResult, key: bytes) -> LCBVerdict:
         if r.timed_out:  # beyond the runner's own global limit: lcb_runner's global-timeout record

@@ -7,7 +7,8 @@ backends chosen by :class:`SandboxConfig`. See docs/SANDBOX.md.
 b'42\\n'
 """
 
-from envs.sandbox.base import ExecResult, Sandbox, SandboxUnavailable, make_sandbox
+from envs.sandbox.base import ExecResult, Sandbox, SandboxUnavailable
 from envs.sandbox.config import Limits, SandboxConfig
+from envs.sandbox.factory import make_sandbox
 
 __all__ = ["ExecResult", "Limits", "Sandbox", "SandboxConfig", "SandboxUnavailable", "make_sandbox"]

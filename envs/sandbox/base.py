@@ -14,8 +14,10 @@ raises because of what the program does: crashes, timeouts and floods come back 
 from __future__ import annotations
 
 import abc
+import base64
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from envs.sandbox.config import Limits, SandboxConfig
 
@@ -72,8 +74,11 @@ class Sandbox(abc.ABC):
         """Trusted modules a backend may import ahead of the program (only a speed hint)."""
         self.programs = tuple(programs)
         """Trusted programs (graders) a backend may compile once ahead (only a speed hint)."""
+        self._setup()
 
-    @abc.abstractmethod
+    def _setup(self) -> None:
+        """The backend's own set-up, once ``config``, ``preload`` and ``programs`` are set."""
+
     def run(
         self,
         program: str,
@@ -89,6 +94,16 @@ class Sandbox(abc.ABC):
         runs as the run's supervisor (its own uid, no writable folder on sys.path) and forks the
         candidates itself, each dropped to the candidate's identity by envs/sandbox/guest.py's
         ``guard_runner``."""
+        limits = limits or self.config.limits
+        bad = bad_file_name(files)
+        if bad:
+            return ExecResult(None, backend=self.name, isolation=self.isolation, error=bad)
+        return self._execute(run_request(program, grader, files, limits, stdin), stdin, limits)
+
+    @abc.abstractmethod
+    def _execute(self, request: dict[str, Any], stdin: bytes, limits: Limits) -> ExecResult:
+        """Carry out one run whose file names are checked: hand the jail ``request`` (see
+        :func:`run_request`), then ``stdin``, and report what happened."""
 
     @property
     def isolation(self) -> str:
@@ -112,6 +127,23 @@ def memory_note(result: ExecResult) -> str | None:
     return "memory_mb capped each process, not the run (no memory cgroup): nproc bounds how many"
 
 
+def run_request(
+    program: str, grader: bool, files: Mapping[str, bytes | str] | None, limits: Limits, stdin: bytes
+) -> dict[str, Any]:
+    """The header of one run, as the jail reads it: the program and its role, the files (base64), the
+    limits, and how many bytes of stdin follow it."""
+    return {
+        "program": program,
+        "grader": bool(grader),
+        "files": {
+            k: base64.b64encode(v.encode() if isinstance(v, str) else v).decode()
+            for k, v in (files or {}).items()
+        },
+        "limits": asdict(limits),
+        "stdin_len": len(stdin),
+    }
+
+
 def bad_file_name(files: Mapping[str, bytes | str] | None) -> str | None:
     """Why a file of ``files`` cannot be written into a work dir (None when all can): an absolute name,
     or one that climbs out of it."""
@@ -122,24 +154,6 @@ def bad_file_name(files: Mapping[str, bytes | str] | None) -> str | None:
         if rel.startswith(("/", "..")) or rel == ".":
             return f"file name {name!r} must be relative and inside the work dir"
     return None
-
-
-def make_sandbox(
-    config: SandboxConfig | None = None, preload: tuple[str, ...] = (), programs: tuple[str, ...] = ()
-) -> Sandbox:
-    """The backend ``config.backend`` names. ``preload`` lists trusted modules worth importing once,
-    ``programs`` trusted programs worth compiling once (the local backend does both in its fork
-    server)."""
-    config = config or SandboxConfig()
-    if config.backend == "local":
-        from envs.sandbox.local import LocalSandbox
-
-        return LocalSandbox(config, preload=preload, programs=programs)
-    if config.backend == "docker":
-        from envs.sandbox.docker_backend import DockerSandbox
-
-        return DockerSandbox(config, preload=preload, programs=programs)
-    raise ValueError(f"unknown sandbox backend {config.backend!r}; use 'local' or 'docker'")
 
 
 def compose_program(*sources: str, call: str = "main()") -> str:

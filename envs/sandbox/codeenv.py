@@ -14,13 +14,16 @@ in ``verdict["reason"]``. As in every env, an action that is not a string or is 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from envs.core import MAX_TEXT, ToolEnv
 from envs.protocol import ParsedResponse, split_reasoning
+from envs.sandbox.config import SandboxConfig, sandbox_config
+from envs.sandbox.grading import Mode, SandboxGrader, check_mode
 from envs.tools import ToolSet
 
 SYSTEM = "You are an expert Python programmer."
+VerifierT = TypeVar("VerifierT", bound=SandboxGrader)
 
 
 def refusal(action: Any) -> str | None:
@@ -32,17 +35,35 @@ def refusal(action: Any) -> str | None:
     return None
 
 
-class CodeEnv(ToolEnv):
-    """Subclasses implement ``load_tasks``, ``grade(task, answer) -> (reward, verdict dict)`` and
-    ``refused(task, reason) -> verdict dict`` (a fail in the benchmark's verdict shape)."""
+class CodeEnv(ToolEnv, Generic[VerifierT]):
+    """Subclasses implement ``load_tasks``, ``make_verifier``, ``grade(task, answer) -> (reward,
+    verdict dict)`` and ``refused(task, reason) -> verdict dict`` (a fail in the benchmark's verdict
+    shape). ``mode`` is the verdict mode ('strict' or 'official'), ``sandbox`` the sandbox config (or
+    its mapping)."""
 
     max_steps = 1
     end_on_no_call = True
 
-    def __init__(self, *args: Any, **kwargs: Any):
+    def __init__(
+        self, *args: Any, mode: Mode = "strict", sandbox: SandboxConfig | dict | None = None, **kwargs: Any
+    ):
         super().__init__(*args, **kwargs)
+        check_mode(mode)
+        self.mode = mode
+        self.sandbox_config = sandbox_config(sandbox)
+        self._verifier: VerifierT | None = None
         self.last_verdict: dict[str, Any] | None = None
         self._refusal: str | None = None
+
+    @property
+    def verifier(self) -> VerifierT:
+        """The benchmark's verifier, made at the first grading: an env never stepped starts no sandbox."""
+        if self._verifier is None:
+            self._verifier = self.make_verifier()
+        return self._verifier
+
+    def make_verifier(self) -> VerifierT:
+        raise NotImplementedError
 
     def grade(self, task, answer: str) -> tuple[float, dict[str, Any]]:
         raise NotImplementedError
@@ -79,3 +100,9 @@ class CodeEnv(ToolEnv):
         if self.done and self.last_verdict is not None and "verdict" not in info:
             info["verdict"] = dict(self.last_verdict)
         return obs, reward, terminated, truncated, info
+
+    def close(self) -> None:
+        if self._verifier is not None:
+            self._verifier.close()
+            self._verifier = None
+        super().close()

@@ -25,18 +25,18 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Mapping
-from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from envs.sandbox import seccomp
-from envs.sandbox.base import ExecResult, Sandbox, SandboxUnavailable, bad_file_name, compose_program
+from envs.sandbox.base import ExecResult, Sandbox, SandboxUnavailable, compose_program
 from envs.sandbox.config import Limits, SandboxConfig
 
 IMAGE_VERSION = "1"
 """Must match IMAGE_VERSION in envs/sandbox/image/build.sh."""
-_BOOT = compose_program(*(Path(__file__).with_name(f).read_text() for f in ("_confine.py", "_jail.py")),
-                        call="container_main()")
+_BOOT = compose_program(
+    *(Path(__file__).with_name(f).read_text() for f in ("_confine.py", "_jail.py")), call="container_main()"
+)
 """The containers' boot program: runs as the container's root, which holds only SETUID, SETGID and KILL,
 and gives the program its identity (envs/sandbox/_confine.py): a grader the supervisor's uid, any other
 program the candidate's."""
@@ -91,13 +91,7 @@ class DockerSandbox(Sandbox):
 
     name = "docker"
 
-    def __init__(
-        self,
-        config: SandboxConfig | None = None,
-        preload: tuple[str, ...] = (),
-        programs: tuple[str, ...] = (),
-    ):
-        super().__init__(config, preload, programs)
+    def _setup(self) -> None:
         reason = seccomp.unavailable_reason()
         if reason:  # never run candidates without their filter
             raise SandboxUnavailable(f"docker sandbox: {reason}")
@@ -120,12 +114,21 @@ class DockerSandbox(Sandbox):
             pass
         if self.config.docker_pool_size > 0:  # a weak reference: the filler must not keep self alive
             self._filler = threading.Thread(
-                target=_fill, args=(weakref.ref(self), self._stop, self._wake), name="lopd-docker-pool",
+                target=_fill,
+                args=(weakref.ref(self), self._stop, self._wake),
+                name="lopd-docker-pool",
                 daemon=True,
             )
         # close(), garbage collection and interpreter exit all end here; the args hold no reference to self
         self._finalizer = weakref.finalize(
-            self, _cleanup, self.client, self.owner, os.getpid(), self._pool, self._stop, self._wake,
+            self,
+            _cleanup,
+            self.client,
+            self.owner,
+            os.getpid(),
+            self._pool,
+            self._stop,
+            self._wake,
             self._filler,
         )
         if self._filler is not None:
@@ -216,32 +219,9 @@ class DockerSandbox(Sandbox):
         self._finalizer()
 
     # ---- executions -------------------------------------------------------------------------
-    def run(
-        self,
-        program: str,
-        *,
-        stdin: bytes = b"",
-        files: Mapping[str, bytes | str] | None = None,
-        limits: Limits | None = None,
-        grader: bool = False,
-    ) -> ExecResult:
-        limits = limits or self.config.limits
-        bad = bad_file_name(files)
-        if bad:
-            return ExecResult(None, backend=self.name, isolation=self.isolation, error=bad)
-        header = json.dumps(
-            {
-                "program": program,
-                "grader": bool(grader),
-                "seccomp": base64.b64encode(seccomp.candidate_filter()).decode(),
-                "files": {
-                    k: base64.b64encode(v.encode() if isinstance(v, str) else v).decode()
-                    for k, v in (files or {}).items()
-                },
-                "limits": asdict(limits),
-                "stdin_len": len(stdin),
-            }
-        ).encode()
+    def _execute(self, request: dict[str, Any], stdin: bytes, limits: Limits) -> ExecResult:
+        request = {**request, "seccomp": base64.b64encode(seccomp.candidate_filter()).decode()}
+        header = json.dumps(request).encode()
         t0 = time.monotonic()
         try:
             slot = self._acquire(limits)
@@ -259,35 +239,11 @@ class DockerSandbox(Sandbox):
         raw = slot.raw
         deadline = t0 + limits.timeout_s
         out, err = bytearray(), bytearray()
-        timed_out = truncated = False
         try:
             raw.settimeout(max(0.1, deadline - time.monotonic()))
             raw.sendall(struct.pack(">I", len(header)) + header + stdin)
             raw.shutdown(socket.SHUT_WR)
-            buf = bytearray()
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    timed_out = True
-                    break
-                raw.settimeout(left)
-                try:
-                    chunk = raw.recv(1 << 20)
-                except TimeoutError:
-                    timed_out = True
-                    break
-                if not chunk:
-                    break
-                buf += chunk
-                while len(buf) >= 8:  # docker's stream multiplexing: 1 byte stream, 3 pad, 4 size
-                    size = struct.unpack(">I", buf[4:8])[0]
-                    if len(buf) < 8 + size:
-                        break
-                    (out if buf[0] == 1 else err).extend(buf[8 : 8 + size])
-                    del buf[: 8 + size]
-                if len(out) + len(err) > limits.max_output_bytes:
-                    truncated = True
-                    break
+            timed_out, truncated = _read_streams(raw, deadline, limits.max_output_bytes, out, err)
         except OSError as e:
             if not isinstance(e, socket.timeout):
                 return ExecResult(
@@ -298,18 +254,10 @@ class DockerSandbox(Sandbox):
                     isolation="docker",
                     error=f"docker stream failed: {e}",
                 )
-            timed_out = True
+            timed_out, truncated = True, False
         exit_code = sig = None
         if not (timed_out or truncated):
-            try:
-                status = self.client.api.wait(slot.cid, timeout=max(1.0, deadline - time.monotonic()))
-                exit_code = int(status["StatusCode"])
-            except Exception:
-                timed_out = True
-            if (
-                exit_code is not None and 128 < exit_code <= 128 + 64
-            ):  # killed by a signal (tini reports 128+n)
-                exit_code, sig = None, exit_code - 128
+            exit_code, sig, timed_out = self._exit_status(slot.cid, deadline)
         cap = limits.max_output_bytes
         return ExecResult(
             exit_code,
@@ -323,6 +271,43 @@ class DockerSandbox(Sandbox):
             isolation="docker",
             memory_scope="docker",  # the container's memory cgroup caps the whole run
         )
+
+    def _exit_status(self, cid: str, deadline: float) -> tuple[int | None, int | None, bool]:
+        """(exit code, signal, timed out) of a container whose output has ended."""
+        try:
+            status = self.client.api.wait(cid, timeout=max(1.0, deadline - time.monotonic()))
+            exit_code = int(status["StatusCode"])
+        except Exception:
+            return None, None, True
+        if 128 < exit_code <= 128 + 64:  # killed by a signal (tini reports 128+n)
+            return None, exit_code - 128, False
+        return exit_code, None, False
+
+
+def _read_streams(raw, deadline: float, max_output: int, out: bytearray, err: bytearray) -> tuple[bool, bool]:
+    """Split the container's attached stream into ``out`` and ``err`` until it ends, the deadline
+    passes or the output overflows ``max_output``: returns (timed_out, truncated)."""
+    buf = bytearray()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return True, False
+        raw.settimeout(left)
+        try:
+            chunk = raw.recv(1 << 20)
+        except TimeoutError:
+            return True, False
+        if not chunk:
+            return False, False
+        buf += chunk
+        while len(buf) >= 8:  # docker's stream multiplexing: 1 byte stream, 3 pad, 4 size
+            size = struct.unpack(">I", buf[4:8])[0]
+            if len(buf) < 8 + size:
+                break
+            (out if buf[0] == 1 else err).extend(buf[8 : 8 + size])
+            del buf[: 8 + size]
+        if len(out) + len(err) > max_output:
+            return False, True
 
 
 def _fill(ref: weakref.ref, stop: threading.Event, wake: threading.Event) -> None:
@@ -342,8 +327,15 @@ def _fill(ref: weakref.ref, stop: threading.Event, wake: threading.Event) -> Non
             wake.clear()
 
 
-def _cleanup(client, owner: str, pid: int, pool: queue.Queue, stop: threading.Event,
-             wake: threading.Event, filler: threading.Thread | None) -> None:
+def _cleanup(
+    client,
+    owner: str,
+    pid: int,
+    pool: queue.Queue,
+    stop: threading.Event,
+    wake: threading.Event,
+    filler: threading.Thread | None,
+) -> None:
     """Stop the pool and remove every container of ``owner``."""
     if os.getpid() != pid:  # a forked child exiting: the containers are its parent's
         return
@@ -357,8 +349,9 @@ def _cleanup(client, owner: str, pid: int, pool: queue.Queue, stop: threading.Ev
         except queue.Empty:
             break
     try:  # containers being auto-removed meanwhile would 404 the listing without ignore_removed
-        left = client.containers.list(all=True, filters={"label": f"lopd.sandbox.owner={owner}"},
-                                      ignore_removed=True)
+        left = client.containers.list(
+            all=True, filters={"label": f"lopd.sandbox.owner={owner}"}, ignore_removed=True
+        )
     except Exception:
         left = []
     for c in left:

@@ -23,13 +23,12 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping
-from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from envs.sandbox import seccomp
-from envs.sandbox.base import ExecResult, Sandbox, SandboxUnavailable, bad_file_name
-from envs.sandbox.config import Limits, SandboxConfig
+from envs.sandbox.base import ExecResult, Sandbox, SandboxUnavailable
+from envs.sandbox.config import Limits
 
 log = logging.getLogger(__name__)
 _HERE = Path(__file__).parent
@@ -47,6 +46,19 @@ _START_TIMEOUT_S = 60.0
 _warned: set[str] = set()
 
 
+def _warn_unisolated(reason: str) -> None:
+    """Say once per reason that untrusted code runs without isolation."""
+    if reason in _warned:
+        return
+    _warned.add(reason)
+    log.warning(
+        "local sandbox runs WITHOUT isolation (%s): the network and the filesystem are "
+        "NOT isolated; only rlimits, a process group and a clean environment apply. "
+        "Run as root or use the docker backend for untrusted code.",
+        reason,
+    )
+
+
 def python_ro_paths() -> list[str]:
     """Host paths the sandboxed interpreter needs: its installation and the venv (site-packages)."""
     paths = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, sys.exec_prefix)}
@@ -58,13 +70,7 @@ class LocalSandbox(Sandbox):
 
     name = "local"
 
-    def __init__(
-        self,
-        config: SandboxConfig | None = None,
-        preload: tuple[str, ...] = (),
-        programs: tuple[str, ...] = (),
-    ):
-        super().__init__(config, preload, programs)
+    def _setup(self) -> None:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._dir: str | None = None
@@ -83,22 +89,12 @@ class LocalSandbox(Sandbox):
         lsock.bind(self._sock_path)
         os.chmod(self._sock_path, 0o600)
         lsock.listen(128)
-        cfg = {
-            "listen_fd": lsock.fileno(),
-            "isolation": self.config.isolation,
-            "preload": list(self.preload),
-            "programs": list(self.programs),
-            "ro_paths": python_ro_paths() + list(self.config.extra_ro_paths),
-            "uid_base": self.config.uid_base,
-            "uid_count": self.config.uid_count,
-            "tmp_dir": self._dir,
-            "seccomp": base64.b64encode(seccomp.candidate_filter()).decode(),
-        }
+        cfg = json.dumps(self._zygote_config(lsock.fileno()))
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}  # nothing of ours leaks in
         log_path = os.path.join(self._dir, "zygote.log")
         with open(log_path, "wb") as errlog:
             self._proc = subprocess.Popen(
-                [sys.executable, "-I", "-c", _LOADER, *_JAIL, json.dumps(cfg)],
+                [sys.executable, "-I", "-c", _LOADER, *_JAIL, cfg],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=errlog,
@@ -108,12 +104,7 @@ class LocalSandbox(Sandbox):
                 cwd="/",
             )
         lsock.close()
-        ready, _, _ = select.select([self._proc.stdout], [], [], _START_TIMEOUT_S)
-        line = self._proc.stdout.readline() if ready else b""
-        try:
-            msg = json.loads(line) if line else {"ok": False, "error": "no answer from the sandbox process"}
-        except ValueError:
-            msg = {"ok": False, "error": f"unreadable answer {line[:200]!r}"}
+        msg = self._zygote_answer()
         if not msg.get("ok"):
             detail = Path(log_path).read_text(errors="replace")[-2000:]
             self.close()
@@ -125,14 +116,31 @@ class LocalSandbox(Sandbox):
             raise SandboxUnavailable(f"local sandbox failed to start: {msg.get('error')}; {hint}\n{detail}")
         self._isolation = msg["isolation"]
         self.memory_scope = msg.get("memory_scope", "process")
-        if msg.get("warning") and msg["warning"] not in _warned:
-            _warned.add(msg["warning"])
-            log.warning(
-                "local sandbox runs WITHOUT isolation (%s): the network and the filesystem are "
-                "NOT isolated; only rlimits, a process group and a clean environment apply. "
-                "Run as root or use the docker backend for untrusted code.",
-                msg["warning"],
-            )
+        if msg.get("warning"):
+            _warn_unisolated(msg["warning"])
+
+    def _zygote_config(self, listen_fd: int) -> dict[str, Any]:
+        """What the zygote is started with (its last argument, as JSON)."""
+        return {
+            "listen_fd": listen_fd,
+            "isolation": self.config.isolation,
+            "preload": list(self.preload),
+            "programs": list(self.programs),
+            "ro_paths": python_ro_paths() + list(self.config.extra_ro_paths),
+            "uid_base": self.config.uid_base,
+            "uid_count": self.config.uid_count,
+            "tmp_dir": self._dir,
+            "seccomp": base64.b64encode(seccomp.candidate_filter()).decode(),
+        }
+
+    def _zygote_answer(self) -> dict[str, Any]:
+        """The zygote's first line: ``ok`` and its isolation once it is ready, or the error."""
+        ready, _, _ = select.select([self._proc.stdout], [], [], _START_TIMEOUT_S)
+        line = self._proc.stdout.readline() if ready else b""
+        try:
+            return json.loads(line) if line else {"ok": False, "error": "no answer from the sandbox process"}
+        except ValueError:
+            return {"ok": False, "error": f"unreadable answer {line[:200]!r}"}
 
     def _ensure(self) -> str:
         with self._lock:
@@ -169,29 +177,8 @@ class LocalSandbox(Sandbox):
             pass
 
     # ---- executions -------------------------------------------------------------------------
-    def run(
-        self,
-        program: str,
-        *,
-        stdin: bytes = b"",
-        files: Mapping[str, bytes | str] | None = None,
-        limits: Limits | None = None,
-        grader: bool = False,
-    ) -> ExecResult:
-        limits = limits or self.config.limits
-        bad = bad_file_name(files)
-        if bad:
-            return ExecResult(None, backend=self.name, isolation=self.isolation, error=bad)
-        header = {
-            "program": program,
-            "grader": bool(grader),
-            "files": {
-                k: base64.b64encode(v.encode() if isinstance(v, str) else v).decode()
-                for k, v in (files or {}).items()
-            },
-            "limits": asdict(limits),
-            "stdin_len": len(stdin),
-        }
+    def _execute(self, request: dict[str, Any], stdin: bytes, limits: Limits) -> ExecResult:
+        payload = json.dumps(request).encode()
         for attempt in range(2):  # a zygote that died in between is restarted once
             path = self._ensure()
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -201,12 +188,9 @@ class LocalSandbox(Sandbox):
                     sock.connect(path)
                 except (FileNotFoundError, ConnectionRefusedError):
                     if attempt == 0:
-                        with self._lock:
-                            if self._proc is not None and self._proc.poll() is None:
-                                self._proc.kill()
+                        self._kill_zygote()
                         continue
                     raise
-                payload = json.dumps(header).encode()
                 sock.sendall(len(payload).to_bytes(4, "big") + payload)
                 if stdin:
                     sock.sendall(stdin)
@@ -221,6 +205,16 @@ class LocalSandbox(Sandbox):
                 )
             finally:
                 sock.close()
+        return self._result(reply)
+
+    def _kill_zygote(self) -> None:
+        """Kill a zygote that no longer answers, so that the next ``_ensure`` starts another."""
+        with self._lock:
+            if self._proc is not None and self._proc.poll() is None:
+                self._proc.kill()
+
+    def _result(self, reply: dict[str, Any]) -> ExecResult:
+        """The ExecResult of the zygote's reply to one run."""
         return ExecResult(
             exit_code=reply.get("exit_code"),
             signal=reply.get("signal"),

@@ -16,13 +16,18 @@ import numpy as np
 
 from envs.trace import Episode
 
-from lopd.bank import store
 from lopd.bank.config import MACHINE_FIELDS, BankConfig
 from lopd.bank.embed import DEFAULT_MODEL_NAME, Embedder, resolve_model
 from lopd.bank.experience import Experience, Hit
 from lopd.bank.index import ShardIndex
-from lopd.bank.ingest import (IngestReport, SplitError, check_split, experiences_from_episodes,
-                              experiences_from_traces)
+from lopd.bank.ingest import (
+    IngestReport,
+    SplitError,
+    check_split,
+    experiences_from_episodes,
+    experiences_from_traces,
+)
+from lopd.bank.store import BankCorruptError, Writer, read_snapshot, write_snapshot
 
 EnvArg = str | Sequence[str | None] | None
 
@@ -47,8 +52,12 @@ class ExperienceBank:
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod
-    def build(cls, traces: Iterable[str | os.PathLike], config: BankConfig | None = None,
-              embedder: Embedder | None = None) -> ExperienceBank:
+    def build(
+        cls,
+        traces: Iterable[str | os.PathLike],
+        config: BankConfig | None = None,
+        embedder: Embedder | None = None,
+    ) -> ExperienceBank:
         """A new bank from trace files; the ingestion report is in ``bank.last_report``."""
         bank = cls(config, embedder)
         bank.add_traces(traces)
@@ -86,12 +95,16 @@ class ExperienceBank:
     def add_episodes(self, episodes: Iterable[Episode], label: str = "<memory>") -> IngestReport:
         """Ingest in-memory episodes (e.g. this step's successful rollouts) with the same filters."""
         report = IngestReport()
-        exps = list(experiences_from_episodes(episodes, self.config, report, seen=set(self._keys), label=label))
+        exps = list(
+            experiences_from_episodes(episodes, self.config, report, seen=set(self._keys), label=label)
+        )
         self.add_experiences(exps)
         self.last_report = report
         return report
 
-    def add_experiences(self, experiences: Sequence[Experience], vectors: np.ndarray | None = None) -> list[int]:
+    def add_experiences(
+        self, experiences: Sequence[Experience], vectors: np.ndarray | None = None
+    ) -> list[int]:
         """Add rendered experiences (embedding them unless ``vectors`` are given); duplicates of
         entries already present are skipped. Raises :class:`SplitError` for any non-training
         experience, before adding anything. Returns the ids of the added entries."""
@@ -145,12 +158,21 @@ class ExperienceBank:
 
     def _check_dim(self, dim: int) -> None:
         if self.dim is not None and dim != self.dim:
-            raise ValueError(f"the embedding model {self.config.model!r} gives {dim}-d vectors but this bank "
-                             f"holds {self.dim}-d ones; load it with the model it was built with")
+            raise ValueError(
+                f"the embedding model {self.config.model!r} gives {dim}-d vectors but this bank "
+                f"holds {self.dim}-d ones; load it with the model it was built with"
+            )
 
     # ---- retrieval ----------------------------------------------------------------------------
-    def search(self, tasks: Sequence[str], k: int | None = None, *, env: EnvArg = None,
-               task_ids: Sequence[str | None] | None = None, exclude_self: bool | None = None) -> list[list[Hit]]:
+    def search(
+        self,
+        tasks: Sequence[str],
+        k: int | None = None,
+        *,
+        env: EnvArg = None,
+        task_ids: Sequence[str | None] | None = None,
+        exclude_self: bool | None = None,
+    ) -> list[list[Hit]]:
         """Top-``k`` experiences for each task text, best first (one embedding batch, one faiss
         search per env group).
 
@@ -168,17 +190,32 @@ class ExperienceBank:
             return [[] for _ in tasks]
         queries = self.embedder.encode_queries(list(tasks))
         self._check_dim(queries.shape[1])
-        return self.search_vectors(queries, k, env=env, task_ids=task_ids, task_texts=tasks,
-                                   exclude_self=exclude_self)
+        return self.search_vectors(
+            queries, k, env=env, task_ids=task_ids, task_texts=tasks, exclude_self=exclude_self
+        )
 
-    def search_one(self, task: str, k: int | None = None, *, env: str | None = None,
-                   task_id: str | None = None, exclude_self: bool | None = None) -> list[Hit]:
+    def search_one(
+        self,
+        task: str,
+        k: int | None = None,
+        *,
+        env: str | None = None,
+        task_id: str | None = None,
+        exclude_self: bool | None = None,
+    ) -> list[Hit]:
         """:meth:`search` for a single task."""
         return self.search([task], k, env=env, task_ids=[task_id], exclude_self=exclude_self)[0]
 
-    def search_vectors(self, queries: np.ndarray, k: int | None = None, *, env: EnvArg = None,
-                       task_ids: Sequence[str | None] | None = None, task_texts: Sequence[str] | None = None,
-                       exclude_self: bool | None = None) -> list[list[Hit]]:
+    def search_vectors(
+        self,
+        queries: np.ndarray,
+        k: int | None = None,
+        *,
+        env: EnvArg = None,
+        task_ids: Sequence[str | None] | None = None,
+        task_texts: Sequence[str] | None = None,
+        exclude_self: bool | None = None,
+    ) -> list[list[Hit]]:
         """:meth:`search` with query vectors already computed (unit-normalised by this method)."""
         k = self.config.top_k if k is None else int(k)
         if k < 1:
@@ -198,23 +235,38 @@ class ExperienceBank:
         for i, e in enumerate(envs):
             groups[e].append(i)
         for e, qidx in groups.items():
-            for shard_env in ([e] if e is not None else list(self._shards)):
+            for shard_env in [e] if e is not None else list(self._shards):
                 if shard_env in self._shards:
                     self._search_shard(shard_env, q, qidx, k, excl, found)
-        return [[Hit(gid, score, self.experiences[gid]) for score, gid in sorted(f, key=lambda t: (-t[0], t[1]))[:k]]
-                for f in found]
+        return [
+            [
+                Hit(gid, score, self.experiences[gid])
+                for score, gid in sorted(f, key=lambda t: (-t[0], t[1]))[:k]
+            ]
+            for f in found
+        ]
 
     def _own_ids(self, env: str | None, task_id: str | None, text: str | None) -> set[int]:
         own: set[int] = set()
         if task_id is not None:
-            own.update(self._by_task.get((env, str(task_id)), ()) if env is not None
-                       else self._by_task_id.get(str(task_id), ()))
+            own.update(
+                self._by_task.get((env, str(task_id)), ())
+                if env is not None
+                else self._by_task_id.get(str(task_id), ())
+            )
         if text is not None:
             own.update(self._by_text.get(text.strip(), ()))
         return own
 
-    def _search_shard(self, env: str, q: np.ndarray, qidx: list[int], k: int, excl: list[set[int]],
-                      found: list[list[tuple[float, int]]]) -> None:
+    def _search_shard(
+        self,
+        env: str,
+        q: np.ndarray,
+        qidx: list[int],
+        k: int,
+        excl: list[set[int]],
+        found: list[list[tuple[float, int]]],
+    ) -> None:
         shard, gids = self._shards[env], self._shard_ids[env]
         n = shard.n
         # Fetch enough to survive exclusion: k plus the most own entries any query has here.
@@ -224,8 +276,11 @@ class ExperienceBank:
             scores, labels = shard.search(q[pending], kk)
             short = []
             for row, i in enumerate(pending):
-                hits = [(float(s), gids[lab]) for s, lab in zip(scores[row], labels[row])
-                        if lab >= 0 and gids[lab] not in excl[i]]
+                hits = [
+                    (float(s), gids[lab])
+                    for s, lab in zip(scores[row], labels[row])
+                    if lab >= 0 and gids[lab] not in excl[i]
+                ]
                 if len(hits) < k and kk < n:  # an approximate index came up short: widen and retry
                     short.append(i)
                 else:
@@ -247,9 +302,10 @@ class ExperienceBank:
     def save(self, path: str | os.PathLike) -> str:
         """Write a new snapshot of the bank to directory ``path`` atomically; returns its version."""
         exps, vecs = list(self.experiences), self._vectors
-        files: dict[str, store.Writer] = {
-            "experiences.jsonl": lambda f: [f.write((json.dumps(e.to_dict(), ensure_ascii=False) + "\n")
-                                                    .encode("utf-8")) for e in exps],
+        files: dict[str, Writer] = {
+            "experiences.jsonl": lambda f: [
+                f.write((json.dumps(e.to_dict(), ensure_ascii=False) + "\n").encode("utf-8")) for e in exps
+            ],
             "vectors.npy": lambda f: np.save(f, vecs, allow_pickle=False),
         }
         shards = []
@@ -259,28 +315,41 @@ class ExperienceBank:
                 data = shard.to_bytes()
                 files[rel] = lambda f, data=data: f.write(data)
             shards.append({"env_id": env, "kind": shard.kind, "entries": shard.n, "file": rel})
-        manifest = {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                    "entries": len(exps), "dim": self.dim, "config": self.config.to_dict(),
-                    "embedder": self._embedder_identity(), "shards": shards}
-        self.version = store.write_snapshot(path, files, manifest)
+        manifest = {
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "entries": len(exps),
+            "dim": self.dim,
+            "config": self.config.to_dict(),
+            "embedder": self._embedder_identity(),
+            "shards": shards,
+        }
+        self.version = write_snapshot(path, files, manifest)
         return self.version
 
     def _embedder_identity(self) -> dict[str, Any]:
         m = self.config.model
-        name = DEFAULT_MODEL_NAME if resolve_model(m) == resolve_model("default") else os.path.basename(m.rstrip("/"))
+        name = (
+            DEFAULT_MODEL_NAME
+            if resolve_model(m) == resolve_model("default")
+            else os.path.basename(m.rstrip("/"))
+        )
         return {"model": m, "name": name, "dim": self.dim, "embed_text": self.config.embed_text}
 
     @classmethod
-    def load(cls, path: str | os.PathLike, embedder: Embedder | None = None, **runtime: Any) -> ExperienceBank:
+    def load(
+        cls, path: str | os.PathLike, embedder: Embedder | None = None, **runtime: Any
+    ) -> ExperienceBank:
         """Open a saved bank. ``runtime`` may change :data:`lopd.bank.config.RUNTIME_FIELDS` (top_k,
         exclude_self, device, ...); machine fields (device, threads, batch size) start from their
         defaults, not from the saving machine. Raises BankCorruptError for a damaged bank."""
         verify = runtime.get("verify_checksums", True)
-        snap, manifest = store.read_snapshot(path, verify=verify)
+        snap, manifest = read_snapshot(path, verify=verify)
         try:
-            saved = BankConfig.from_dict({k: v for k, v in manifest["config"].items() if k not in MACHINE_FIELDS})
+            saved = BankConfig.from_dict(
+                {k: v for k, v in manifest["config"].items() if k not in MACHINE_FIELDS}
+            )
         except (KeyError, TypeError, ValueError) as e:
-            raise store.BankCorruptError(f"bank snapshot {snap}: bad config in manifest: {e}") from None
+            raise BankCorruptError(f"bank snapshot {snap}: bad config in manifest: {e}") from None
         cfg = saved.with_runtime(**runtime)
         bank = cls(cfg, embedder)
         bank.version = snap.name
@@ -289,15 +358,22 @@ class ExperienceBank:
                 exps = [Experience.from_dict(json.loads(line)) for line in f if line.strip()]
             vecs = np.load(snap / "vectors.npy", allow_pickle=False)
         except (KeyError, TypeError, ValueError, OSError) as e:
-            raise store.BankCorruptError(f"bank snapshot {snap} does not parse: {type(e).__name__}: {e}") from None
-        if vecs.dtype != np.float32 or vecs.ndim != 2 or len(vecs) != len(exps) or len(exps) != manifest.get("entries"):
-            raise store.BankCorruptError(f"bank snapshot {snap}: {len(exps)} experiences but vectors {vecs.shape} "
-                                         f"{vecs.dtype}; the bank is corrupt")
+            raise BankCorruptError(f"bank snapshot {snap} does not parse: {type(e).__name__}: {e}") from None
+        if (
+            vecs.dtype != np.float32
+            or vecs.ndim != 2
+            or len(vecs) != len(exps)
+            or len(exps) != manifest.get("entries")
+        ):
+            raise BankCorruptError(
+                f"bank snapshot {snap}: {len(exps)} experiences but vectors {vecs.shape} "
+                f"{vecs.dtype}; the bank is corrupt"
+            )
         for exp in exps:
             try:
                 check_split(exp, cfg)
             except SplitError as e:
-                raise store.BankCorruptError(f"bank snapshot {snap} holds a non-training entry: {e}") from None
+                raise BankCorruptError(f"bank snapshot {snap} holds a non-training entry: {e}") from None
         bank.experiences, bank._vectors = exps, np.ascontiguousarray(vecs)
         bank.dim = int(vecs.shape[1]) if len(exps) else manifest.get("dim")
         for gid, exp in enumerate(exps):
@@ -309,9 +385,11 @@ class ExperienceBank:
             try:
                 bank._shards[env] = ShardIndex.restore(bank.dim, cfg, s["kind"], vecs[gids], data)
             except (RuntimeError, ValueError) as e:
-                raise store.BankCorruptError(f"bank snapshot {snap}: index of env {env!r} is unusable: {e}") from None
+                raise BankCorruptError(
+                    f"bank snapshot {snap}: index of env {env!r} is unusable: {e}"
+                ) from None
         if set(bank._shards) != set(bank._shard_ids):
-            raise store.BankCorruptError(f"bank snapshot {snap}: shards do not match the experiences' envs")
+            raise BankCorruptError(f"bank snapshot {snap}: shards do not match the experiences' envs")
         return bank
 
     def stats(self) -> dict[str, Any]:
@@ -319,12 +397,23 @@ class ExperienceBank:
         envs = {}
         for env, gids in self._shard_ids.items():
             rewards = [self.experiences[g].reward for g in gids]
-            envs[env] = {"entries": len(gids), "tasks": len({self.experiences[g].task_id for g in gids}),
-                         "index": self._shards[env].kind, "mean_reward": float(np.mean(rewards))}
+            envs[env] = {
+                "entries": len(gids),
+                "tasks": len({self.experiences[g].task_id for g in gids}),
+                "index": self._shards[env].kind,
+                "mean_reward": float(np.mean(rewards)),
+            }
         lengths = [len(e.text) for e in self.experiences]
-        return {"entries": len(self), "tasks": len(self._by_task), "dim": self.dim, "version": self.version,
-                "model": self.config.model, "embed_text": self.config.embed_text,
-                "mean_text_chars": float(np.mean(lengths)) if lengths else 0.0, "envs": envs}
+        return {
+            "entries": len(self),
+            "tasks": len(self._by_task),
+            "dim": self.dim,
+            "version": self.version,
+            "model": self.config.model,
+            "embed_text": self.config.embed_text,
+            "mean_text_chars": float(np.mean(lengths)) if lengths else 0.0,
+            "envs": envs,
+        }
 
 
 def _per_query(value: Any, nq: int, name: str) -> list[Any]:

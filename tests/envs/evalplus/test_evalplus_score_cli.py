@@ -10,7 +10,7 @@ from harness.cli import main
 pytestmark = pytest.mark.skipif(not has_data("evalplus"), reason="EvalPlus data not found; set LOPD_DATA_DIR")
 
 
-def test_score_humaneval_samples(tmp_path, capsys):
+def test_score_humaneval_samples(tmp_path, capsys, read_verdicts):
     from envs.evalplus.data import load_problems
 
     p = load_problems("humaneval")
@@ -39,8 +39,8 @@ def test_score_humaneval_samples(tmp_path, capsys):
         "humaneval (base tests)\npass@1:\t0.833" in text
         and "humaneval+ (base + extra tests)\npass@1:\t0.833" in text
     )
-    lines = [json.loads(x) for x in out.read_text().splitlines()]
-    assert [(x["task_id"], x["sample_index"], x["pass"]) for x in lines] == [
+    lines, rows = read_verdicts(out, "task_id")
+    assert rows == [
         ("HumanEval/53", 0, True),
         ("HumanEval/55", 0, True),
         ("HumanEval/53", 1, False),

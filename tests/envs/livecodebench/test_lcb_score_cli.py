@@ -9,7 +9,7 @@ from envs.data import has_data, require_data
 from harness.cli import main
 
 
-def test_score_own_records(own_file, tmp_path, capsys):
+def test_score_own_records(own_file, tmp_path, capsys, read_verdicts):
     samples = [
         {"question_id": "own_sum", "code_list": [SUM_OK, "print(0)"]},
         {"question_id": "own_twosum", "code_list": [TWO_SUM_OK]},
@@ -25,8 +25,8 @@ def test_score_own_records(own_file, tmp_path, capsys):
     )
     text = capsys.readouterr().out
     assert "pass@1: 0.7500" in text and "NOT a LiveCodeBench score" not in text  # (1/2 + 1) / 2
-    lines = [json.loads(x) for x in out.read_text().splitlines()]
-    assert [(x["question_id"], x["sample_index"], x["pass"]) for x in lines] == [
+    lines, rows = read_verdicts(out, "question_id")
+    assert rows == [
         ("own_sum", 0, True),
         ("own_sum", 1, False),
         ("own_twosum", 0, True),
