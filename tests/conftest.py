@@ -53,7 +53,10 @@ def vllm_server(tmp_path_factory):
 
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``make test``: ``-n 2 --dist loadgroup``), every test of the one real vLLM server
-    runs on one worker, so the session starts one server, not one a worker."""
+    runs on one worker, so the session starts one server, not one a worker; and the torchrun tests, which
+    start two processes each, run one at a time."""
     for item in items:
         if "vllm_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("vllm"))
+        elif item.path.name == "test_distributed.py":
+            item.add_marker(pytest.mark.xdist_group("torchrun"))

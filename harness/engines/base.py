@@ -69,6 +69,17 @@ class SamplingParams:
             raise EngineError("stop strings must be non-empty strings")
         return self
 
+    def stop_fields(self) -> dict[str, Any]:
+        """The stop settings as vLLM's and SGLang's requests spell them (only those that are set)."""
+        out: dict[str, Any] = {}
+        if self.stop:
+            out["stop"] = list(self.stop)
+        if self.stop_token_ids:
+            out["stop_token_ids"] = [int(t) for t in self.stop_token_ids]
+        if self.ignore_eos:
+            out["ignore_eos"] = True
+        return out
+
 
 @dataclass
 class EmbedOverride:

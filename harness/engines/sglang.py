@@ -67,14 +67,8 @@ def sampling_payload(p: SamplingParams, *, send_seed: bool = True) -> dict[str, 
         "temperature": float(p.temperature), "top_p": float(p.top_p),
         "top_k": int(p.top_k) if p.top_k > 0 else -1, "max_new_tokens": int(p.max_new_tokens),
         # Keep special tokens and stop strings in the text; the ids are the truth anyway.
-        "skip_special_tokens": False, "no_stop_trim": True,
+        "skip_special_tokens": False, "no_stop_trim": True, **p.stop_fields(),
     }
-    if p.stop:
-        sp["stop"] = list(p.stop)
-    if p.stop_token_ids:
-        sp["stop_token_ids"] = [int(t) for t in p.stop_token_ids]
-    if p.ignore_eos:
-        sp["ignore_eos"] = True
     if p.seed is not None and send_seed:
         sp["sampling_seed"] = int(p.seed)
     return sp

@@ -212,13 +212,8 @@ def sampling_payload(p: SamplingParams, seed: int | None) -> dict[str, Any]:
         "top_k": int(p.top_k) if p.top_k > 0 else -1, "logprobs": 0, "return_token_ids": True,
         # Ids are the truth; keep special tokens and stop strings in the text anyway.
         "skip_special_tokens": False, "spaces_between_special_tokens": False, "include_stop_str_in_output": True,
+        **p.stop_fields(),
     }
-    if p.stop:
-        out["stop"] = list(p.stop)
-    if p.stop_token_ids:
-        out["stop_token_ids"] = [int(t) for t in p.stop_token_ids]
-    if p.ignore_eos:
-        out["ignore_eos"] = True
     if seed is not None:
         out["seed"] = seed
     return out
