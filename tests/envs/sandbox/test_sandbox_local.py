@@ -3,7 +3,6 @@
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from envs.sandbox import Limits, SandboxConfig, SandboxUnavailable, make_sandbox
 from envs.sandbox.base import compose_program
 from envs.sandbox.config import sandbox_config
+from sandbox_timing import wait_until  # noqa: E402
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="full isolation needs root")
 
@@ -143,16 +143,13 @@ def test_none_isolation_still_limits_and_cleans(tmp_path):
 
 def _gone(pid: int, within_s: float = 2.0) -> bool:
     """``pid`` has exited (a zombie counts: whoever adopted it may reap lazily)."""
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
+    def exited() -> bool:
         try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
         except (FileNotFoundError, ProcessLookupError):
             return True
-        if state in ("Z", "X"):
-            return True
-        time.sleep(0.05)
-    return False
+
+    return wait_until(exited, within_s)
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ import pytest
 
 from envs.data import has_data, require_data
 from envs.sandbox import Limits, SandboxConfig
+from sandbox_timing import bound, wait_until  # noqa: E402
 
 BACKENDS = ["local", pytest.param("docker", marks=[pytest.mark.docker, pytest.mark.slow])]
 needs_evalplus = pytest.mark.skipif(
@@ -33,6 +34,27 @@ def sandbox(request):
     if sb.isolation == "none":
         pytest.skip(NOT_ISOLATED)
     return sb
+
+
+def skip_unless_docker_ready(backend: str) -> None:
+    """Skips, saying why, when ``backend`` is docker and its daemon or image is absent."""
+    if backend == "docker":
+        from envs.sandbox.docker_backend import docker_unavailable_reason
+
+        if reason := docker_unavailable_reason():
+            pytest.skip(f"docker sandbox unavailable: {reason}")
+
+
+def isolated_verifier(make, backend: str):
+    """Yields ``make(SandboxConfig(backend=backend))``, a verifier, closed afterwards; skips where
+    ``backend`` is docker and unavailable, or where its sandbox is not isolated."""
+    skip_unless_docker_ready(backend)
+    v = make(SandboxConfig(backend=backend))
+    if v.sandbox.isolation == "none":
+        v.close()
+        pytest.skip(NOT_ISOLATED)
+    yield v
+    v.close()
 
 
 def sandbox_uid_processes(cfg: SandboxConfig = SandboxConfig()) -> list[int]:
@@ -65,6 +87,14 @@ def _parent(pid: int) -> int:
         return 0
 
 
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
 def _leftovers(zygote: int) -> list[tuple[int, str]]:
     """What our zygote's monitors still hold (a monitor exits after its reply; the spare monitors
     waiting for the next request hold nothing), and any process under a throw-away uid that is not
@@ -78,6 +108,8 @@ def _leftovers(zygote: int) -> list[tuple[int, str]]:
         mine = []
     escaped = []
     for pid in sandbox_uid_processes():  # other test runs on this machine may own some of these
+        if not _alive(pid):  # a zombie or a process gone since the listing does nothing; under
+            continue  # pytest -n 2 another worker's sandbox leaves such exiting processes all the time
         chain, cur = [], pid
         while cur > 1 and len(chain) < 64:
             chain.append(_cmdline(cur))
@@ -89,9 +121,8 @@ def _leftovers(zygote: int) -> list[tuple[int, str]]:
 
 def assert_nothing_left(sb):
     if sb.name == "local":
-        deadline = time.monotonic() + 5  # a killed pid namespace can take a moment to tear down under load
-        while _leftovers(sb._proc.pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        # a killed pid namespace can take a moment to tear down under load
+        wait_until(lambda: not _leftovers(sb._proc.pid), 5)
         assert _leftovers(sb._proc.pid) == []
     # the harness survives: the same backend still runs code
     r = sb.run("print('alive')")
@@ -213,11 +244,7 @@ def test_host_environment_is_not_readable(backend, monkeypatch):
     )
     from envs.sandbox import make_sandbox
 
-    if backend == "docker":
-        from envs.sandbox.docker_backend import docker_unavailable_reason
-
-        if reason := docker_unavailable_reason():
-            pytest.skip(f"docker sandbox unavailable: {reason}")
+    skip_unless_docker_ready(backend)
     with make_sandbox(SandboxConfig(backend=backend, docker_pool_size=0)) as sb:  # started after the secret
         if sb.isolation == "none":
             pytest.skip(NOT_ISOLATED)
@@ -238,7 +265,7 @@ def test_network_is_unreachable(sandbox):
             "except OSError as e:\n    print('blocked', e.errno)\n"
         ) % (listener.port, listener.port)
         r = sandbox.run(prog, limits=Limits(timeout_s=10))
-        time.sleep(0.3)
+        time.sleep(bound(0.3))  # a connection that got through reaches the listener by then
         assert b"CONNECTED" not in r.stdout and r.stdout.count(b"blocked") == 4
         assert listener.hits == 0
     finally:
@@ -299,19 +326,11 @@ EVALPLUS_ATTACKS = {
 def strict_verifier(request):
     if not has_data("evalplus"):
         pytest.skip("EvalPlus data not found; set LOPD_DATA_DIR")
-    if request.param == "docker":
-        from envs.sandbox.docker_backend import docker_unavailable_reason
-
-        if reason := docker_unavailable_reason():
-            pytest.skip(f"docker sandbox unavailable: {reason}")
     from envs.evalplus.verifier import EvalPlusVerifier
 
-    v = EvalPlusVerifier("humaneval", mode="strict", sandbox_config=SandboxConfig(backend=request.param))
-    if v.sandbox.isolation == "none":
-        v.close()
-        pytest.skip(NOT_ISOLATED)
-    yield v
-    v.close()
+    yield from isolated_verifier(
+        lambda cfg: EvalPlusVerifier("humaneval", mode="strict", sandbox_config=cfg), request.param
+    )
 
 
 @pytest.mark.slow
@@ -344,19 +363,9 @@ LCB_STDIN_ATTACKS = {
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def lcb_verifier(request):
-    if request.param == "docker":
-        from envs.sandbox.docker_backend import docker_unavailable_reason
-
-        if reason := docker_unavailable_reason():
-            pytest.skip(f"docker sandbox unavailable: {reason}")
     from envs.livecodebench.verifier import LCBVerifier
 
-    v = LCBVerifier(mode="strict", sandbox_config=SandboxConfig(backend=request.param))
-    if v.sandbox.isolation == "none":
-        v.close()
-        pytest.skip(NOT_ISOLATED)
-    yield v
-    v.close()
+    yield from isolated_verifier(lambda cfg: LCBVerifier(mode="strict", sandbox_config=cfg), request.param)
 
 
 @pytest.mark.slow
