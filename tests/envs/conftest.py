@@ -17,3 +17,21 @@ def read_verdicts():
         return lines, [(x[id_key], x["sample_index"], x["pass"]) for x in lines]
 
     return read
+
+
+@pytest.fixture
+def run_check_env():
+    """Makes ``env_id`` (``gym.make(env_id, **make_kwargs)``), runs gymnasium's ``check_env`` on it,
+    render check included, and closes it."""
+
+    def check(env_id: str, **make_kwargs: Any) -> None:
+        import gymnasium as gym
+        from gymnasium.utils.env_checker import check_env
+
+        env = gym.make(env_id, **make_kwargs)
+        try:
+            check_env(env.unwrapped, skip_render_check=False)
+        finally:
+            env.close()
+
+    return check

@@ -7,39 +7,18 @@ import envs  # noqa: F401  (registers lopd/* ids)
 from envs.examples.shop import ShopEnv
 from envs.protocol import render_tool_call
 from envs.trace import Episode
-from harness.engines import Engine, GenerationOutput, HFEngine, SamplingParams
+from harness.engines import Engine, HFEngine, SamplingParams
 from harness.models import build_tiny_model
 from harness.rollout import RolloutConfig, episode_tokens, render_observation, rollout
+from rollout_fixtures import ScriptedEngine
+
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
 def tiny():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield build_tiny_model("1m", seed=0)
-    torch.set_num_threads(n)
-
-
-class ScriptedEngine(Engine):
-    """Answers each turn with fixed token ids and records every prompt it is given."""
-
-    def __init__(self, turns, eos):
-        self.turns, self._eos, self.prompts = list(turns), list(eos), []
-
-    def generate(self, prompts, params=None, overrides=None):
-        self.prompts.append([list(p) for p in prompts])
-        ids = self.turns.pop(0)
-        return [GenerationOutput(list(ids), [-0.5] * len(ids), "stop", ids[-1]) for _ in prompts]
-
-    def score(self, *a, **k):
-        raise NotImplementedError
-
-    def update_weights(self, source):
-        pass
-
-    @property
-    def eos_token_ids(self):
-        return self._eos
+    return build_tiny_model("1m", seed=0)
 
 
 def char_by_char(tok, text):

@@ -48,8 +48,13 @@ def _grads(loss: torch.Tensor, *tensors: torch.Tensor) -> list[torch.Tensor]:
     return list(torch.autograd.grad(loss, tensors))
 
 
-def _close_grads(got: torch.Tensor, want: torch.Tensor, *tensors: torch.Tensor) -> None:
-    for g, e in zip(_grads(got, *tensors), _grads(want, *tensors)):
+def _close_with_grads(got: torch.Tensor, want: torch.Tensor, w: torch.Tensor, hidden: torch.Tensor,
+                      head: nn.Linear) -> None:
+    """``got`` is close to ``want``, and so are the gradients of their ``w``-weighted sums into
+    ``hidden`` and ``head``'s weight."""
+    _close(got, want)
+    tensors = (hidden, head.weight)
+    for g, e in zip(_grads((got * w).sum(), *tensors), _grads((want * w).sum(), *tensors)):
         _close(g, e)
 
 
@@ -59,8 +64,7 @@ def test_log_probs_equal_the_unchunked_values_and_gradients(chunk):
     want = token_log_probs(head(hidden), targets)
     got = chunked_head(head, hidden, token_log_probs, targets, chunk=chunk)
     assert got.shape == (B, N)
-    _close(got, want)
-    _close_grads((got * w).sum(), (want * w).sum(), hidden, head.weight)
+    _close_with_grads(got, want, w, hidden, head)
 
 
 @pytest.mark.parametrize("direction", ["reverse", "forward"])
@@ -74,8 +78,7 @@ def test_topk_tail_kl_equals_the_unchunked_values_and_gradients(chunk, direction
     _close(t_logp, want_logp)
     got = tail_kl(chunked_head(head, hidden, log_probs_at, ids, chunk=chunk), t_logp, direction)
     want = topk_tail_kl(head(hidden), ids, t_logp, direction)
-    _close(got, want)
-    _close_grads((got * w).sum(), (want * w).sum(), hidden, head.weight)
+    _close_with_grads(got, want, w, hidden, head)
 
 
 @pytest.mark.parametrize("direction", ["reverse", "forward"])
@@ -85,9 +88,8 @@ def test_full_kl_equals_the_unchunked_values_and_gradients(chunk, direction):
     fn = full_kl_chunk(t_head, direction)  # the teacher's logits are made per chunk as well
     got, logp = chunked_head(head, hidden, fn, t_hidden, targets.unsqueeze(-1), chunk=chunk)
     want = full_kl(head(hidden), t_head(t_hidden), direction)
-    _close(got, want)
+    _close_with_grads(got, want, w, hidden, head)
     _close(logp[..., 0], token_log_probs(head(hidden), targets))
-    _close_grads((got * w).sum(), (want * w).sum(), hidden, head.weight)
 
 
 @pytest.mark.parametrize("chunk", CHUNKS)

@@ -18,11 +18,10 @@ from lopd.coldstart import (
 from lopd.composer import Composer
 from lopd.config import ColdStartConfig, ComposerConfig, QFormerConfig
 from lopd.latent import expand_sentinel
-from tiny_models import CharTokenizer
+from tiny_models import TINY_MODEL_MARKS, CharTokenizer
 from tiny_models import tiny_qwen3 as tiny_backbone
 
-pytestmark = [pytest.mark.usefixtures("one_thread"),
-              pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")]
+pytestmark = TINY_MODEL_MARKS
 
 NL = 4
 SENTINEL = 1

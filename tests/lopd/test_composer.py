@@ -9,10 +9,9 @@ import torch
 from lopd.composer import Composer, PerceiverAttention, QFormer, encode_text
 from lopd.config import ComposerConfig, QFormerConfig
 from lopd.latent import inject
-from tiny_models import CharTokenizer, tiny_qwen3
+from tiny_models import TINY_MODEL_MARKS, CharTokenizer, tiny_qwen3
 
-pytestmark = [pytest.mark.usefixtures("one_thread"),
-              pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")]
+pytestmark = TINY_MODEL_MARKS
 
 D = 64
 
@@ -99,7 +98,7 @@ def test_shared_block_input_keys_values_are_computed_once_with_the_same_result()
     h, mask = torch.randn(2, 7, D), torch.tensor([[1] * 7, [1] * 4 + [0] * 3])
     calls = []
     q.attn[0].to_kv.register_forward_hook(lambda m, a, out: calls.append(a[0].shape[1]))
-    out = q(h, mask)
+    q(h, mask)
     assert calls == [7] + [5] * 3  # inputs once, then only the 5 latents per pass
     a, x, lat = q.attn[0], torch.randn(2, 7, D), torch.randn(2, 5, D)
     torch.testing.assert_close(a(x, lat, mask, x_kv=a.input_kv(x)), a(x, lat, mask))

@@ -11,6 +11,8 @@ from lopd.latent import (
     frame_user_message, inject, inject_batch, latent_positions, placeholder_token_id,
 )
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 
 def word_tokenizer() -> Tokenizer:
     vocab = {w: i for i, w in enumerate(["[UNK]", "buy", "two", "apples", "now", "<|image_pad|>"])}
@@ -95,10 +97,7 @@ def test_inject_batch_rows():
 def tiny():
     from harness.models import build_tiny_model
 
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield build_tiny_model("1m", seed=0)
-    torch.set_num_threads(n)
+    return build_tiny_model("1m", seed=0)
 
 
 def _latent_prompt(tok, n_latents):

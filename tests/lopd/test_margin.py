@@ -23,11 +23,10 @@ from lopd.margin import (
     privileged_margin,
 )
 from lopd.supervision import align_supervision
-from tiny_models import CharTokenizer
+from tiny_models import TINY_MODEL_MARKS, CharTokenizer
 from tiny_models import tiny_qwen3 as tiny_backbone
 
-pytestmark = [pytest.mark.usefixtures("one_thread"),
-              pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")]
+pytestmark = TINY_MODEL_MARKS
 
 
 # ------------------------------------------------------------------------------ terms by hand

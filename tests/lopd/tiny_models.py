@@ -1,6 +1,12 @@
 """Tiny seeded Qwen3 backbones and a character tokenizer for the method's unit tests (not a test file)."""
 
+import pytest
 import torch
+
+TINY_MODEL_MARKS = [pytest.mark.usefixtures("one_thread"),
+                    pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")]
+"""``pytestmark`` of the modules that train on these backbones: one torch thread (tests/conftest.py), and
+peft's read of transformers' deprecated ``is_gradient_checkpointing`` is not reported."""
 
 
 def tiny_qwen3(vocab=64, hidden=64, layers=2, heads=4, kv_heads=2, init=0.1, seed=0):

@@ -5,7 +5,6 @@ import json
 import gymnasium as gym
 import pytest
 from conftest import needs_data
-from gymnasium.utils.env_checker import check_env
 
 import envs  # noqa: F401  (registers the ids)
 from envs.acebench.data import load_category
@@ -25,12 +24,8 @@ def test_all_ids_are_registered():
 
 
 @pytest.mark.parametrize("env_id", IDS)
-def test_check_env(env_id):
-    env = gym.make(env_id)
-    try:
-        check_env(env.unwrapped, skip_render_check=False)
-    finally:
-        env.close()
+def test_check_env(env_id, run_check_env):
+    run_check_env(env_id)
 
 
 def test_every_entry_loads_as_a_task():

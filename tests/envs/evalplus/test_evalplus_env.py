@@ -2,7 +2,6 @@
 
 import gymnasium as gym
 import pytest
-from gymnasium.utils.env_checker import check_env
 
 import envs  # noqa: F401
 from envs.data import has_data
@@ -11,12 +10,8 @@ pytestmark = pytest.mark.skipif(not has_data("evalplus"), reason="EvalPlus data 
 
 
 @pytest.mark.parametrize("env_id", ["lopd/evalplus-humaneval-v0", "lopd/evalplus-mbpp-v0"])
-def test_check_env(env_id):
-    env = gym.make(env_id)
-    try:
-        check_env(env.unwrapped, skip_render_check=False)
-    finally:
-        env.close()
+def test_check_env(env_id, run_check_env):
+    run_check_env(env_id)
 
 
 def test_episode_rewards_the_sanitised_answer():

@@ -1,6 +1,8 @@
 """Supervised pretraining: rollout-identical encoding, assistant-only mask, length batching, a real fit."""
 
 import random
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -8,12 +10,14 @@ from transformers import Qwen3ForCausalLM
 
 from envs.micro.env import MicroEnv
 from envs.micro.expert import run_solver
-from harness.engines import Engine, GenerationOutput
 from harness.models import TinyPreset, build_tokenizer, tiny_config
 from harness.basemodel.pretrain import (
     Example, PretrainConfig, collate, encode_conversation, evaluate_loss, length_batches, lr_at, pretrain,
 )
 from harness.rollout import rollout
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from rollout_fixtures import ScriptedEngine  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -26,28 +30,13 @@ def env(tmp_path_factory):
     return MicroEnv(seed=0, n_train=24, n_eval=12, cache_dir=tmp_path_factory.mktemp("cache"), prompt="compact")
 
 
-class Replay(Engine):
-    """Answers turn t with the canonical ids of a transcript's t-th assistant message and its end token."""
-
-    def __init__(self, tok, messages):
-        eot = tok.convert_tokens_to_ids(tok.eos_token)
-        self.turns = [list(tok.encode(m["content"], add_special_tokens=False)) + [eot]
-                      for m in messages if m["role"] == "assistant"]
-        self._eos = [eot]
-
-    def generate(self, prompts, params=None, overrides=None):
-        ids = self.turns.pop(0)
-        return [GenerationOutput(list(ids), [0.0] * len(ids), "stop", ids[-1]) for _ in prompts]
-
-    def score(self, *a, **k):
-        raise NotImplementedError
-
-    def update_weights(self, source):
-        pass
-
-    @property
-    def eos_token_ids(self):
-        return self._eos
+def replay(tok, messages) -> ScriptedEngine:
+    """An engine that answers turn t with the canonical ids of a transcript's t-th assistant message and
+    its end token."""
+    eot = tok.convert_tokens_to_ids(tok.eos_token)
+    turns = [list(tok.encode(m["content"], add_special_tokens=False)) + [eot]
+             for m in messages if m["role"] == "assistant"]
+    return ScriptedEngine(turns, eos=[eot], logprob=0.0)
 
 
 @pytest.mark.parametrize("task_id, mistake", [("micro_shop-train-task_0", None),
@@ -56,7 +45,7 @@ class Replay(Engine):
 def test_encoding_is_exactly_what_a_rollout_produces(tok, env, task_id, mistake):
     traj = run_solver(env, task_id, mistake)
     ex = encode_conversation(tok, traj.messages)
-    played = rollout([env], Replay(tok, traj.messages), tok, options=[{"task_id": task_id}])[0]
+    played = rollout([env], replay(tok, traj.messages), tok, options=[{"task_id": task_id}])[0]
     assert played.episode.reward == traj.reward
     assert ex.ids == played.token_ids
     assert ex.mask == played.loss_mask

@@ -9,19 +9,12 @@ from learner_fixtures import make_trainer
 import harness.learners.opsd as opsd
 
 
-def test_oracle_from_bank_goes_into_the_system_message(tmp_path, shop_traces, monkeypatch):
+def test_oracle_from_bank_goes_into_the_system_message(tmp_path, shop_traces, distill_prompts):
     tr = make_trainer(tmp_path, "opsd", shop_traces, "opsd.oracle=bank")
     batch, _ = tr.collect(1)
     oracle = tr.learner.oracle(batch.rollouts[0].task)
     assert oracle is not None and "add_to_cart" in oracle and "apple" in oracle
-    seen = {}
-    real = opsd.distill_update
-
-    def spy(ctx, rollouts, prompts, *a):
-        seen["prompts"] = prompts
-        return real(ctx, rollouts, prompts, *a)
-
-    monkeypatch.setattr(opsd, "distill_update", spy)
+    seen = distill_prompts(opsd)
     before = {k: v.clone() for k, v in tr.student.state_dict().items()}
     m = tr.learner.train_step(batch)
     text = tr.tokenizer.decode(seen["prompts"][0])

@@ -38,7 +38,7 @@ def test_no_success_means_no_update(trainer):
     assert all(torch.equal(before[k], v) for k, v in trainer.student.state_dict().items())
 
 
-def test_teacher_prompt_holds_the_sibling_and_teacher_tracks_the_student_by_ema(trainer, monkeypatch):
+def test_teacher_prompt_holds_the_sibling_and_teacher_tracks_the_student_by_ema(trainer, distill_prompts):
     import harness.learners.sdpo as sdpo
 
     batch, _ = trainer.collect(1)
@@ -46,14 +46,7 @@ def test_teacher_prompt_holds_the_sibling_and_teacher_tracks_the_student_by_ema(
         r.traj.episode.reward = x
     msgs = with_context(prompt_messages(batch.rollouts[0].traj.episode), "CTX", "user", trainer.cfg.sdpo.framing)
     assert "CTX" in msgs[1]["content"] and "Buy 2 apples" in msgs[1]["content"]
-    seen = {}
-    real = sdpo.distill_update
-
-    def spy(ctx, rollouts, prompts, *a):
-        seen["prompts"] = prompts
-        return real(ctx, rollouts, prompts, *a)
-
-    monkeypatch.setattr(sdpo, "distill_update", spy)
+    seen = distill_prompts(sdpo)
     teacher0 = {k: v.clone() for k, v in trainer.learner.teacher.lm.named_parameters()}
     m = trainer.learner.train_step(batch)
     assert m["no_signal_frac"] == 0.0
