@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from envs.data import json_lines
 from envs.evalplus.data import Dataset
 from envs.evalplus.verifier import EvalPlusVerifier, Mode, Verdict
 from envs.sandbox.config import SandboxConfig
@@ -26,19 +27,14 @@ from envs.sandbox.config import SandboxConfig
 def read_samples(path: str | Path) -> list[dict[str, Any]]:
     """Every sample of a JSONL file; a malformed line is an error naming it."""
     out = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                s = json.loads(line)
-            except ValueError as e:
-                raise ValueError(f"{path}:{n}: not JSON ({e})") from None
-            if not isinstance(s, dict) or not isinstance(s.get("task_id"), str):
-                raise ValueError(f"{path}:{n}: a sample needs a string 'task_id'")
-            if not isinstance(s.get("solution", s.get("completion")), str):
-                raise ValueError(f"{path}:{n}: a sample needs a string 'solution' or 'completion'")
-            out.append(s)
+    for n, s, error in json_lines(path):
+        if error is not None:
+            raise ValueError(f"{path}:{n}: not JSON ({error})") from None
+        if not isinstance(s, dict) or not isinstance(s.get("task_id"), str):
+            raise ValueError(f"{path}:{n}: a sample needs a string 'task_id'")
+        if not isinstance(s.get("solution", s.get("completion")), str):
+            raise ValueError(f"{path}:{n}: a sample needs a string 'solution' or 'completion'")
+        out.append(s)
     return out
 
 

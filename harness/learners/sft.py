@@ -12,11 +12,11 @@ over them and divided by the step's global count. The trainer samples examples l
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import torch
 
+from envs.data import json_lines
 from envs.trace import Episode
 from harness.distributed import sum_floats
 from harness.learners.base import Learner, LearnerContext, StepBatch
@@ -74,23 +74,18 @@ class SFTLearner(Learner):
 
     def _records(self):
         for path in self.cfg.data:
-            with open(path, encoding="utf-8") as f:
-                for lineno, line in enumerate(f, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        rec = json.loads(line)
-                    except json.JSONDecodeError as e:
-                        raise ValueError(f"{path}:{lineno}: not JSON: {e}") from None
-                    if isinstance(rec, dict) and "env_id" in rec and "version" in rec:
-                        ep = Episode.from_dict(rec)
-                        if ep.split in self.cfg.splits and ep.reward >= self.cfg.min_reward:
-                            has_ids = ep.prompt_token_ids is not None and all(s.token_ids is not None for s in ep.steps)
-                            yield ep if has_ids else ep.messages
-                    elif isinstance(rec, dict) and isinstance(rec.get("messages"), list):
-                        yield rec["messages"]
-                    else:
-                        raise ValueError(f"{path}:{lineno}: neither an Episode trace nor a {{'messages': [...]}} record")
+            for lineno, rec, error in json_lines(path):
+                if error is not None:
+                    raise ValueError(f"{path}:{lineno}: not JSON: {error}") from None
+                if isinstance(rec, dict) and "env_id" in rec and "version" in rec:
+                    ep = Episode.from_dict(rec)
+                    if ep.split in self.cfg.splits and ep.reward >= self.cfg.min_reward:
+                        has_ids = ep.prompt_token_ids is not None and all(s.token_ids is not None for s in ep.steps)
+                        yield ep if has_ids else ep.messages
+                elif isinstance(rec, dict) and isinstance(rec.get("messages"), list):
+                    yield rec["messages"]
+                else:
+                    raise ValueError(f"{path}:{lineno}: neither an Episode trace nor a {{'messages': [...]}} record")
         if self.cfg.micro_plain or self.cfg.micro_referenced:
             from envs.micro.sft import sft_corpus
 
