@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from envs.data import require_data
+from envs.data import json_lines, require_data
 
 SUFFIXES = (".json", ".jsonl", ".parquet")
 ENV_FIELDS = ("env_id", "env_class_code", "tools")
@@ -93,14 +93,10 @@ def _read_json(path: Path) -> list[dict[str, Any]]:
 
 
 def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                yield json.loads(line)
-            except (json.JSONDecodeError, RecursionError) as e:
-                raise RecordError(f"{path}:{lineno}: not valid JSON ({e})") from None
+    for lineno, value, error in json_lines(path):
+        if error is not None:
+            raise RecordError(f"{path}:{lineno}: not valid JSON ({error})") from None
+        yield value
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
@@ -132,14 +128,17 @@ def _decode_strings(rec: dict[str, Any], where: str) -> dict[str, Any]:
     return rec
 
 
-def _require(rec: dict[str, Any], fields: tuple[str, ...], where: str) -> None:
-    missing = [k for k in fields if k not in rec]
-    if missing:
-        raise RecordError(f"{where}: missing field(s) {', '.join(missing)}")
-
-
-def _paths(paths: str | Path | Iterable[str | Path]) -> list[str | Path]:
-    return [paths] if isinstance(paths, (str, Path)) else list(paths)
+def _checked(paths: str | Path | Iterable[str | Path], fields: tuple[str, ...], kind: str,
+             key: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(where, record)`` of every record of ``paths`` that has ``fields``; ``where`` names the file and
+    the record (``kind`` and its ``key`` field) for the error messages."""
+    for path in [paths] if isinstance(paths, (str, Path)) else list(paths):
+        for rec in read_records(path):
+            where = f"{path}: {kind} {rec.get(key, '?')!r}"
+            missing = [k for k in fields if k not in rec]
+            if missing:
+                raise RecordError(f"{where}: missing field(s) {', '.join(missing)}")
+            yield where, rec
 
 
 def load_envs(paths: str | Path | Iterable[str | Path] | None = None) -> dict[str, dict[str, Any]]:
@@ -147,15 +146,12 @@ def load_envs(paths: str | Path | Iterable[str | Path] | None = None) -> dict[st
     if paths is None:
         paths = require_data("envscaler", STAGED_ENVS)
     envs: dict[str, dict[str, Any]] = {}
-    for path in _paths(paths):
-        for rec in read_records(path):
-            where = f"{path}: env {rec.get('env_id', '?')!r}"
-            _require(rec, ENV_FIELDS, where)
-            if not isinstance(rec["env_class_code"], str):
-                raise RecordError(f"{where}: env_class_code must be Python source text")
-            if not isinstance(rec["tools"], list) or not all(isinstance(t, dict) for t in rec["tools"]):
-                raise RecordError(f"{where}: tools must be a list of OpenAI function schemas")
-            envs[str(rec["env_id"])] = rec
+    for where, rec in _checked(paths, ENV_FIELDS, "env", "env_id"):
+        if not isinstance(rec["env_class_code"], str):
+            raise RecordError(f"{where}: env_class_code must be Python source text")
+        if not isinstance(rec["tools"], list) or not all(isinstance(t, dict) for t in rec["tools"]):
+            raise RecordError(f"{where}: tools must be a list of OpenAI function schemas")
+        envs[str(rec["env_id"])] = rec
     return envs
 
 
@@ -166,21 +162,18 @@ def load_scenarios(paths: str | Path | Iterable[str | Path] | None = None) -> li
     if paths is None:
         paths = [require_data("envscaler", name) for name in STAGED_SCENARIOS]
     out: dict[str, dict[str, Any]] = {}
-    for path in _paths(paths):
-        for rec in read_records(path):
-            where = f"{path}: scenario {rec.get('task_id', '?')!r}"
-            _require(rec, SCENARIO_FIELDS, where)
-            if not isinstance(rec["init_config"], dict):
-                raise RecordError(f"{where}: init_config must be an object of attributes")
-            checks = rec["checklist_with_func"]
-            if not isinstance(checks, list) or not all(
-                isinstance(c, dict) and "check_func" in c for c in checks
-            ):
-                raise RecordError(
-                    f"{where}: checklist_with_func must be a list of {{check_item, check_func}}"
-                )
-            tid = str(rec["task_id"])
-            if tid in out and out[tid] != rec:
-                raise RecordError(f"{where}: task_id appears twice with different contents")
-            out[tid] = rec
+    for where, rec in _checked(paths, SCENARIO_FIELDS, "scenario", "task_id"):
+        if not isinstance(rec["init_config"], dict):
+            raise RecordError(f"{where}: init_config must be an object of attributes")
+        checks = rec["checklist_with_func"]
+        if not isinstance(checks, list) or not all(
+            isinstance(c, dict) and "check_func" in c for c in checks
+        ):
+            raise RecordError(
+                f"{where}: checklist_with_func must be a list of {{check_item, check_func}}"
+            )
+        tid = str(rec["task_id"])
+        if tid in out and out[tid] != rec:
+            raise RecordError(f"{where}: task_id appears twice with different contents")
+        out[tid] = rec
     return list(out.values())
