@@ -87,3 +87,17 @@ def test_harness_imports_point_down_its_layers():
 def test_harness_keeps_at_most_ten_top_level_modules():
     top = [p.name for p in (ROOT / "harness").glob("*.py") if p.name not in ("__init__.py", "__main__.py")]
     assert len(top) <= 10, top
+
+
+def test_production_commands_reach_no_experiment_code():
+    """``lopd train``, ``prepare``, ``eval`` ... import nothing of harness/experiments/, even transitively:
+    the demo is a recipe over the product, not part of its path."""
+    graph = _graph()
+    for cmd in [m for m in graph if m.startswith("harness.cli.") and m != "harness.cli.demo"]:
+        seen, todo = set(), [cmd]
+        while todo:
+            m = todo.pop()
+            if m not in seen:
+                seen.add(m)
+                todo += [d for d in graph.get(m, ()) if d.startswith("harness.")]
+        assert not [m for m in seen if m.startswith("harness.experiments")], cmd
