@@ -331,7 +331,9 @@ def test_containers_of_a_crashed_owner_are_reaped(client, docker_sandbox, how):
         assert done.returncode == (0 if how == "os._exit" else -signal.SIGKILL), done.stderr[-3000:]
         assert int(before) >= 2 and len(_owned(client, owner)) >= 2  # nobody removed them
         if how == "os._exit":
-            assert reap_stale_containers(client) >= 2
+            # under pytest -n 2 a sandbox starting on the other worker may reap some of them first, so
+            # what is checked is that none is left, not how many this call removed
+            reap_stale_containers(client)
         else:  # a new sandbox reaps when it starts
             make_sandbox(SandboxConfig(backend="docker", docker_pool_size=0)).close()
         assert _owned(client, owner) == []
