@@ -41,6 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--server-python", default="", help="interpreter of launched servers (vllm: .venv-vllm)")
     p.add_argument("--server-arg", action="append", default=[], metavar="ARG",
                    help="extra argument of launched servers (repeatable), e.g. --server-arg=--max-model-len=4096")
+    p.add_argument("--server-wait", type=float, default=None, metavar="SECONDS",
+                   help="vllm/sglang: how long a server may take to answer /health (default: 900 for a launched "
+                        "server, 30 for a running one)")
     p.add_argument("--device", help="hf: device (default cuda if available, else cpu)")
     p.add_argument("--dtype", help="hf: bfloat16, float16, float32 or auto (default bf16 on cuda, fp32 on cpu)")
     p.add_argument("--env-kwargs", action="append", default=[], metavar="[ID=]JSON",
@@ -85,8 +88,11 @@ def _engine(args: argparse.Namespace):
         return EngineConfig()
     urls = args.server_url or ([] if args.launch else
                                ["http://127.0.0.1:30000" if args.engine == "sglang" else "http://127.0.0.1:8000"])
+    wait = {} if args.server_wait is None else {"startup_timeout": args.server_wait}
+    if args.server_wait is not None and not args.server_wait > 0:
+        raise ValueError(f"--server-wait must be a number of seconds > 0, got {args.server_wait}")
     return EngineConfig(kind=args.engine, urls=urls, launch=args.launch, python=args.server_python,
-                        extra_args=list(args.server_arg))
+                        extra_args=list(args.server_arg), **wait)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -67,7 +67,7 @@ class EngineConfig:
     docs/GPU.md: vLLM 0.32's CPU worker crashes on a seeded request whose prompt is prefilled in chunks,
     so prompts prefill whole, with ``--max-num-batched-tokens`` set to the model's context length)."""
     startup_timeout: float = 900.0
-    """Seconds a launched server may take to answer /health."""
+    """Seconds a launched server may take to answer /health (a running one: this, at most 30)."""
     request_timeout: float = 600.0
     """Seconds one request may take."""
     max_inflight: int = 64

@@ -332,7 +332,7 @@ def test_sglang_episodes_run_concurrently(model_dir, tmp_path):
     finally:
         srv.close()
     assert main(["eval", "--env", "shop-v0", "--model", model_dir, "--engine", "sglang", "--server-url", srv.url,
-                 "--out", str(tmp_path / "down")]) == 2  # no server: a clear error, no traceback
+                 "--server-wait", "2", "--out", str(tmp_path / "down")]) == 2  # no server: a clear error
 
 
 # ---- official summaries on real benchmark envs (slow) -----------------------------------------
