@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import torch
 
@@ -216,8 +216,13 @@ class LearnerContext:
         return {"grad_norm": norm, "skipped_update": float(skipped)}
 
 
-class Learner(ABC):
-    """One training algorithm. See the module docstring."""
+C = TypeVar("C")
+"""A learner's config section type (``Learner[GRPOConfig]``)."""
+
+
+class Learner(ABC, Generic[C]):
+    """One training algorithm, typed by its config section (``class GRPOLearner(Learner[GRPOConfig])``).
+    See the module docstring."""
 
     name: ClassVar[str] = ""
     """The learner's name, and the name of its section in a train config (``grpo:``)."""
@@ -230,7 +235,7 @@ class Learner(ABC):
 
     def __init__(self, ctx: LearnerContext):
         self.ctx = ctx
-        self.cfg: Any = ctx.cfg.learner_config
+        self.cfg: C = ctx.cfg.learner_config
         """This learner's section of the train config (an instance of ``Config``; None without one)."""
 
     @abstractmethod

@@ -37,12 +37,11 @@ class GRPOConfig(GRPOLossConfig):
     update (ratio 1 in the first pass, as TRL); ``rollout`` = the engine's sampling log-probs."""
 
 
-class GRPOLearner(Learner):
+class GRPOLearner(Learner[GRPOConfig]):
     """Group-relative policy optimisation over the student's own rollouts."""
 
     name = "grpo"
     Config = GRPOConfig
-    cfg: GRPOConfig
     default_group_size = 4
 
     def __init__(self, ctx: LearnerContext):

@@ -86,12 +86,11 @@ class _Step:
     beta: float
 
 
-class LOPDLearner(Learner):
+class LOPDLearner(Learner[LOPDLearnerConfig]):
     """Latent on-policy self-distillation with a jointly trained composer."""
 
     name = "lopd"
     Config = LOPDLearnerConfig
-    cfg: LOPDLearnerConfig
 
     def __init__(self, ctx: LearnerContext):
         super().__init__(ctx)

@@ -44,12 +44,11 @@ class OPSDConfig:
     """Text holding ``{context}`` (the oracle) and, for the user slot, ``{task}``."""
 
 
-class OPSDLearner(Learner):
+class OPSDLearner(Learner[OPSDConfig]):
     """On-policy self-distillation from an oracle-conditioned frozen copy of the initial model."""
 
     name = "opsd"
     Config = OPSDConfig
-    cfg: OPSDConfig
 
     def __init__(self, ctx: LearnerContext):
         super().__init__(ctx)

@@ -51,12 +51,11 @@ class SDPOConfig:
     """Text holding ``{context}`` (the siblings) and, for the user slot, ``{task}``."""
 
 
-class SDPOLearner(Learner):
+class SDPOLearner(Learner[SDPOConfig]):
     """Self-distillation from successful siblings with an EMA teacher."""
 
     name = "sdpo"
     Config = SDPOConfig
-    cfg: SDPOConfig
     default_group_size = 4  # siblings come from the same group
 
     def __init__(self, ctx: LearnerContext):

@@ -46,12 +46,11 @@ class SFTConfig:
     """Examples longer than this are dropped (counted in ``dropped``)."""
 
 
-class SFTLearner(Learner):
+class SFTLearner(Learner[SFTConfig]):
     """Supervised fine-tuning on assistant tokens."""
 
     name = "sft"
     Config = SFTConfig
-    cfg: SFTConfig
     uses_rollouts = False
 
     def __init__(self, ctx: LearnerContext):

@@ -31,12 +31,11 @@ class ReinforceConfig:
     """Multiplies the loss."""
 
 
-class ReinforceLearner(Learner):
+class ReinforceLearner(Learner[ReinforceConfig]):
     """REINFORCE with a constant baseline: -(r - b) * mean log-prob of the sampled tokens."""
 
     name = "reinforce"
     Config = ReinforceConfig
-    cfg: ReinforceConfig
 
     def train_step(self, batch: StepBatch) -> dict[str, float]:
         ctx, rs = self.ctx, batch.rollouts
