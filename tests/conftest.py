@@ -51,6 +51,7 @@ def vllm_server(tmp_path_factory):
     pool.close()
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``make test``: ``-n 2 --dist loadgroup``), every test of the one real vLLM server
     runs on one worker, so the session starts one server, not one a worker; and the torchrun tests, which
@@ -60,3 +61,13 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("vllm"))
         elif item.path.name == "test_distributed.py":
             item.add_marker(pytest.mark.xdist_group("torchrun"))
+
+
+def pytest_collection_finish(session):
+    """A grouped test whose node id lacks its ``@group`` suffix means xdist is not grouping (a pytest it does
+    not support): every worker would start its own vLLM server. Fail loudly instead."""
+    if os.environ.get("PYTEST_XDIST_WORKER") and session.config.getoption("loadgroup", False):
+        lost = [i.nodeid for i in session.items if i.get_closest_marker("xdist_group") and "@" not in i.nodeid]
+        if lost:
+            raise pytest.UsageError(f"pytest-xdist did not group {len(lost)} tests (e.g. {lost[0]}): "
+                                    f"pytest {pytest.__version__} is not supported by this pytest-xdist")
