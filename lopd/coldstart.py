@@ -135,15 +135,37 @@ def coldstart_loss(
     return total / max(denom, 1.0), n
 
 
-def make_coldstart_optimizer(composer: Composer, cfg: ColdStartConfig | None = None) -> torch.optim.AdamW:
-    """AdamW over the composer's LoRA and QFormer (two named param groups, same lr)."""
+ColdStartOptimizer = torch.optim.AdamW | dict[str, torch.optim.AdamW]
+"""One AdamW with a ``lora`` and a ``qformer`` group, or one AdamW per group (``separate_optimizers``)."""
+
+
+def make_coldstart_optimizer(composer: Composer, cfg: ColdStartConfig | None = None) -> ColdStartOptimizer:
+    """AdamW over the composer's LoRA and QFormer: two named param groups of one optimiser (same lr),
+    or with ``cfg.separate_optimizers`` one optimiser each (the authors' code)."""
     cfg = cfg or ColdStartConfig()
     groups = composer.parameter_groups()
+    if cfg.separate_optimizers:
+        return {name: torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+                for name, params in groups.items()}
     return torch.optim.AdamW(
         [{"params": groups["lora"], "name": "lora"}, {"params": groups["qformer"], "name": "qformer"}],
         lr=cfg.lr,
         weight_decay=cfg.weight_decay,
     )
+
+
+def _step_finite(optimizer: ColdStartOptimizer, norms: dict[str, float]) -> bool:
+    """Step what has finite gradient norms (per optimiser when there are two and the clips are
+    separate); True when everything stepped."""
+    stepped = True
+    for name, opt in (optimizer if isinstance(optimizer, dict) else {"all": optimizer}).items():
+        own = norms.get(f"{name}_grad_norm")  # a group's own norm when the clips are separate
+        if all(math.isfinite(v) for v in ([own] if own is not None else norms.values())):
+            opt.step()
+        else:
+            stepped = False
+        opt.zero_grad(set_to_none=True)
+    return stepped
 
 
 def clip_composer_grads(
@@ -170,7 +192,7 @@ def clip_composer_grads(
 def coldstart_step(
     composer: Composer,
     examples: Sequence[ColdStartExample],
-    optimizer: torch.optim.Optimizer,
+    optimizer: ColdStartOptimizer,
     cfg: ColdStartConfig | None = None,
 ) -> dict[str, float]:
     """One optimiser step on ``examples`` in micro-batches, normalised by their total token count.
@@ -180,7 +202,8 @@ def coldstart_step(
     """
     cfg = cfg or ColdStartConfig()
     total_tokens = sum(e.n_supervised for e in examples)
-    optimizer.zero_grad(set_to_none=True)
+    for opt in optimizer.values() if isinstance(optimizer, dict) else [optimizer]:
+        opt.zero_grad(set_to_none=True)
     if total_tokens == 0:
         return {"loss": 0.0, "tokens": 0.0, "skipped": 1.0}
     loss_sum = 0.0
@@ -193,8 +216,5 @@ def coldstart_step(
         loss.backward()
         loss_sum += float(loss.detach())
     norms = clip_composer_grads(composer, cfg.grad_clip, cfg.qformer_grad_clip)
-    finite = all(math.isfinite(v) for v in norms.values())
-    if finite:
-        optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
+    finite = _step_finite(optimizer, norms)
     return {"loss": loss_sum, "tokens": float(total_tokens), "skipped": 0.0 if finite else 1.0, **norms}

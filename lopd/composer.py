@@ -133,13 +133,24 @@ class QFormer(nn.Module):
         self.proj_out = nn.Linear(d, d)
         self.norm_out = nn.LayerNorm(d)
 
+    compute_dtype: torch.dtype | None = None
+    """Dtype the forward runs in when it differs from the parameters' (a float32 master copy run in
+    bfloat16); None = the parameters' dtype."""
+
     @classmethod
     def from_config(cls, d: int, backbone_heads: int, cfg: QFormerConfig) -> QFormer:
         q = cls(d, cfg.n_heads or backbone_heads, cfg.n_latents, cfg.depth, cfg.ff_mult, cfg.share_layers)
+        if cfg.dtype == "bfloat16" and cfg.master_weights:
+            q.compute_dtype = torch.bfloat16
+            return q  # float32 parameters: the master copy
         return q.to(_DTYPES[cfg.dtype])
 
-    def forward(self, h: Tensor, mask: Tensor | None = None) -> Tensor:
+    def forward(self, h: Tensor, mask: Tensor | None = None, *, cast: bool = True) -> Tensor:
         """``h`` [B, L, d] hidden states, ``mask`` [B, L] true at real tokens -> [B, n_latents, d]."""
+        if cast and self.compute_dtype not in (None, self.queries.dtype):
+            # the same forward over weights cast to the compute dtype: gradients reach the master copy
+            params = {n: p.to(self.compute_dtype) for n, p in self.named_parameters()}
+            return torch.func.functional_call(self, params, (h, mask), {"cast": False})
         x = self.proj_in(h.to(self.queries.dtype))
         lat = self.queries.unsqueeze(0).expand(h.shape[0], -1, -1)
         # One shared block reads the same inputs every pass: their keys/values are computed once
@@ -242,6 +253,18 @@ class Composer(nn.Module):
         for name, p in self.named_trainable_parameters():
             self._anchor.register_buffer(_mangle(name), p.detach().clone(), persistent=False)
         self._anchor_cache.clear()
+
+    @torch.no_grad()
+    def moved_from_anchor(self) -> dict[str, float]:
+        """How far the LoRA and the QFormer each are from the anchor (c_phi0's weights): the norm of the
+        difference over the anchor's norm, per group (0 at the anchor)."""
+        sums: dict[str, list[float]] = {"lora": [0.0, 0.0], "qformer": [0.0, 0.0]}
+        for name, p in self.named_trainable_parameters():
+            a = getattr(self._anchor, _mangle(name)).double()
+            s = sums["qformer" if name.startswith("qformer.") else "lora"]
+            s[0] += float((p.double() - a).pow(2).sum())
+            s[1] += float(a.pow(2).sum())
+        return {k: math.sqrt(d) / max(math.sqrt(n), 1e-12) for k, (d, n) in sums.items()}
 
     def _apply(self, fn, recurse=True):  # .to()/.cuda(): cached anchors would sit on the old device
         self._anchor_cache.clear()

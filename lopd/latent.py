@@ -53,6 +53,30 @@ DEFAULT_FRAMING = (
 )
 """Framing of the first user message. ``{latents}`` takes the sentinel, ``{task}`` the prompt."""
 
+AUTHORS_FRAMING = (
+    "The following is a REFERENCE EXAMPLE of a different task that has already been solved. It is "
+    "not your task.\n{latents}\n--- end of reference example ---\n\n"
+    "Now complete YOUR task below, starting from scratch.\n{task}"
+)
+"""The authors' framing (their memory/prompt_protocol.py). The quoted parts of ../shared/METHOD.md
+are verbatim; the words between them, which that summary elides, are ours."""
+
+FRAMINGS = {"paper": DEFAULT_FRAMING, "authors": AUTHORS_FRAMING}
+"""Framings by name: a config's ``framing`` may name one instead of holding the text."""
+
+
+def framing_text(framing: str) -> str:
+    """The framing text of ``framing``: a name in :data:`FRAMINGS`, or the text itself.
+
+    >>> framing_text("authors") == AUTHORS_FRAMING, framing_text("Ref: {latents} {task}")
+    (True, 'Ref: {latents} {task}')
+    """
+    text = FRAMINGS.get(framing, framing)
+    if "{latents}" not in text:
+        raise LatentError(f"framing {framing[:40]!r} is neither a name ({', '.join(FRAMINGS)}) nor a text "
+                          "holding '{latents}'")
+    return text
+
 
 class LatentError(ValueError):
     """Sentinels, placeholders and latents that do not line up."""

@@ -21,6 +21,7 @@ logit positions for both sides; the models are then scored only there (the learn
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -108,3 +109,51 @@ def align_supervision(
         out[2, b, :k] = torch.tensor(tok, dtype=torch.long)
         out[3, b, :k] = 1
     return Alignment(out[0], out[1], out[2], out[3].bool())
+
+
+_TOOL_CALL = re.compile(r"<tool_call>.*?(?:</tool_call>|\Z)", re.DOTALL)
+
+
+def tool_call_tokens(pieces: Sequence[str], mask: Sequence[int]) -> list[int]:
+    """1 at the supervised tokens that lie in a ``<tool_call>...</tool_call>`` block (an unclosed one
+    runs to the turn's end), else 0. ``pieces``: each token's text; a block is looked for within each
+    run of supervised tokens (one assistant turn), so the tool format shown in a prompt never counts.
+
+    >>> tool_call_tokens(["a", "<tool_call>", "{}", "</tool_call>", "<|im_end|>", "x"], [0, 1, 1, 1, 1, 0])
+    [0, 1, 1, 1, 0, 0]
+    """
+    if len(pieces) != len(mask):
+        raise AlignmentError(f"{len(pieces)} token pieces but a mask of {len(mask)}")
+    out = [0] * len(mask)
+    j = 0
+    while j < len(mask):
+        if not mask[j]:
+            j += 1
+            continue
+        end = j
+        while end < len(mask) and mask[end]:
+            end += 1
+        starts, text = [], ""
+        for k in range(j, end):
+            starts.append(len(text))
+            text += pieces[k]
+        spans = [m.span() for m in _TOOL_CALL.finditer(text)]
+        for k, s0 in zip(range(j, end), starts):
+            s1 = s0 + len(pieces[k])
+            out[k] = int(any(a < max(s1, s0 + 1) and s0 < b for a, b in spans))
+        j = end
+    return out
+
+
+def aligned_subset(mask: Rows, subset: Rows) -> Tensor:
+    """[B, N] bool in :func:`align_supervision`'s layout of ``mask``: whether each supervised token is
+    also in ``subset`` (per-token 0/1 rows, e.g. :func:`tool_call_tokens`).
+
+    >>> aligned_subset([[0, 1, 1, 0, 1]], [[0, 0, 1, 0, 1]]).tolist()
+    [[False, True, True]]
+    """
+    rows = [[s for m, s in zip(mr, sr) if m] for mr, sr in zip(_rows(mask, "mask"), _rows(subset, "subset"))]
+    out = torch.zeros(len(rows), max((len(r) for r in rows), default=0), dtype=torch.bool)
+    for b, r in enumerate(rows):
+        out[b, :len(r)] = torch.tensor(r, dtype=torch.bool)
+    return out

@@ -36,15 +36,21 @@ from typing import Any
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from harness.config import arg_type
+
+    stages = "harness.prepare.stages:StageConfig"  # the flags share its fields' rules
     p = subparsers.add_parser("prepare", help="build an LOPD/OPSD run's bank and cold-start composer (micro world)")
     p.add_argument("config", nargs="?", help="the train config (e.g. harness/configs/lopd.yaml)")
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, as given to lopd train")
-    p.add_argument("--bank-tasks", type=int, default=600,
+    p.add_argument("--bank-tasks", type=arg_type(stages, "bank_tasks"), default=600,
                    help="training tasks the base plays to fill the bank (default 600: all of them)")
-    p.add_argument("--coldstart-tasks", type=int, default=600,
+    p.add_argument("--coldstart-tasks", type=arg_type(stages, "coldstart_tasks"), default=600,
                    help="training tasks the base plays with a text reference for the cold start (default 600)")
-    p.add_argument("--coldstart-steps", type=int, default=None,
+    p.add_argument("--coldstart-steps", type=arg_type("lopd.config:ColdStartConfig", "steps"), default=None,
                    help="cold-start steps (default: the config's lopd.coldstart.steps)")
+    p.add_argument("--coldstart-source", choices=["referenced", "base"], default="referenced",
+                   help="the cold start's trajectories: the base's rollouts with a text reference (default), or the "
+                        "bank's own base successes (the paper's and the authors' pairs; lopd_authors.yaml)")
     p.add_argument("--force", action="store_true", help="replace a bank or composer that differs from the built one")
     p.set_defaults(func=run)
 
@@ -134,25 +140,29 @@ def _prepare_composer(cfg: Any, dcfg: Any, base: Any, bank: Path, cache: Path, t
     ``RUN_DIR/composer_coldstart.pt``); returns (report line, episodes played, where it went)."""
     from harness.prepare.stages import coldstart, coldstart_pairs_stage
 
-    print(f"[prepare] 3/3 cold start: the base plays {dcfg.coldstart_tasks} tasks with a text reference, then "
-          f"{dcfg.coldstart_steps} composer steps of {dcfg.coldstart_batch}", flush=True)
+    referenced = dcfg.coldstart_source == "referenced"
+    pairs = f"the base plays {dcfg.coldstart_tasks} tasks with a text reference" if referenced else \
+        "the bank's successful base episodes are the pairs"
+    print(f"[prepare] 3/3 cold start: {pairs}, then {dcfg.coldstart_steps} composer steps of {dcfg.coldstart_batch}",
+          flush=True)
     traces, cs_info = coldstart_pairs_stage(base, dcfg, bank, cache, timings)
     composer, built = coldstart(dcfg, cfg, _as_overrides(cfg, bank), bank, traces, cache)
     dst = Path(cfg.lopd.composer_init) if cfg.lopd.composer_init else Path(cfg.run_dir) / "composer_coldstart.pt"
-    return (f"cold-start composer ({cs_info['successes']} referenced successes, {'built' if built else 'cached'}) "
-            f"-> {dst} ({_install(composer, dst, force)})", int(cs_info["episodes"]), dst)
+    source = f"{cs_info['successes']} referenced successes" if referenced else "the bank's base successes"
+    return (f"cold-start composer ({source}, {'built' if built else 'cached'}) -> {dst} "
+            f"({_install(composer, dst, force)})", int(cs_info.get("episodes", 0)), dst)
 
 
 def run(args: argparse.Namespace) -> int:
     from envs.micro.world import cache_root
-    from harness.config import config_and_overrides, load_config
+    from harness.config import config_and_overrides
     from harness.learners.lopd_composer import RANDOM_COMPOSER
     from harness.learners.privileged import run_inputs
     from harness.prepare.stages import StageConfig, bank_stage, base_stage
-    from harness.training.train_config import TrainConfig
+    from harness.training.train_config import load_train_config
 
     path, overrides = config_and_overrides(args.config, args.overrides)
-    cfg = load_config(TrainConfig, path, overrides)
+    cfg = load_train_config(path, overrides)  # as lopd train resolves it (the model folder's defaults too)
     want_bank, want_composer = run_inputs(cfg)
     if not want_bank:
         raise ValueError(f"learner {cfg.learner} reads no bank: lopd prepare is for LOPD and for OPSD with a bank "
@@ -160,10 +170,6 @@ def run(args: argparse.Namespace) -> int:
     want_composer = want_composer and cfg.lopd.composer_init != RANDOM_COMPOSER
     cs = cfg.lopd.coldstart
     steps = args.coldstart_steps if args.coldstart_steps is not None else cs.steps
-    for name, value in (("--bank-tasks", args.bank_tasks), ("--coldstart-tasks", args.coldstart_tasks),
-                        ("--coldstart-steps (or lopd.coldstart.steps)", steps if want_composer else 1)):
-        if value < 1:
-            raise ValueError(f"{name} must be at least 1")
     base_path = _base_folder(cfg)
     run_dir, extra = Path(cfg.run_dir), []
     bank_dst = Path(cfg.bank.path) if cfg.bank.path else run_dir / "bank"
@@ -171,7 +177,10 @@ def run(args: argparse.Namespace) -> int:
         extra.append(f"bank.path={bank_dst}")
     dcfg = StageConfig(min_bank=0, bank_tasks=args.bank_tasks,
                       bank_temperature=cfg.sampling.temperature, max_new_tokens=cfg.sampling.max_new_tokens,
-                      max_turns=cfg.rollout.max_turns, embedder=cfg.bank.embedder, coldstart_source="referenced",
+                      max_turns=cfg.rollout.max_turns, embedder=cfg.bank.embedder,
+                      bank_min_reward=cfg.bank.config.min_reward, bank_render=cfg.bank.config.render,
+                      bank_embed_text=cfg.bank.config.embed_text,
+                      coldstart_source=args.coldstart_source,
                       coldstart_tasks=args.coldstart_tasks, coldstart_steps=steps, coldstart_batch=cs.batch_size,
                       coldstart_lr=cs.lr, progress=cfg.log.progress)
     t0, timings = time.perf_counter(), {}

@@ -111,12 +111,13 @@ def analyse(proto: Protocol, report: dict[str, Any], tuning: dict[str, Any], com
                     **{k: float(np.mean([m["reward"][k] for m in mine]))
                        for k in ("student_start", "teacher_start", "student_end", "teacher_end")}}
     thr_label = proto.threshold_learner
-    threshold = out_specs[thr_label]["curve"][-1]["mean"] if thr_label in out_specs else math.nan
+    threshold = robust_threshold(data[thr_label]) if thr_label in out_specs else math.nan
     for label, v in out_specs.items():
         g = (generations_to_threshold_ci(data[label], grid, threshold, n_boot) if math.isfinite(threshold)
              else {"point": None, "lo": None, "hi": None, "never_frac": math.nan})
         extra = v["budget"]["total"] - v["budget"]["rl"]
-        v["to_threshold"] = {**g, "total_point": None if g["point"] is None else g["point"] + extra}
+        v["to_threshold"] = {**g, "total_point": None if g["point"] is None else g["point"] + extra,
+                             "per_seed": per_seed_to_threshold(data[label], grid, threshold, v["seeds"])}
     paired = paired_tests(data, {k: v["seeds"] for k, v in out_specs.items()}, n_boot)
     return {"protocol": {"name": proto.name, "description": proto.description, "seeds": proto.seeds,
                          "tune_seeds": proto.tune_seeds, "n_boot": n_boot},
@@ -125,6 +126,22 @@ def analyse(proto: Protocol, report: dict[str, Any], tuning: dict[str, Any], com
             "bank": report["bank"], "coldstart": report["coldstart"], "grid": grid, "test_tasks": len(tasks or []),
             "threshold": {"learner": thr_label, "value": threshold}, "specs": out_specs, "paired": paired,
             "tuning": tuning, "missing": report.get("missing", [])}
+
+
+def robust_threshold(R: np.ndarray) -> float:
+    """The threshold of generations-to-threshold: the median over seeds of each seed's final mean test reward
+    (``R`` [S, T, P]), so that one collapsed seed cannot pull it down (the mean of the finals could)."""
+    return float(np.median(R[:, :, -1].mean(axis=1)))
+
+
+def per_seed_to_threshold(R: np.ndarray, grid: list[int], threshold: float, seeds: list[int]) -> dict[str, Any]:
+    """Each seed's first budget point whose mean test reward reaches ``threshold`` (None: never)."""
+    out: dict[str, Any] = {}
+    for s, seed in zip(range(R.shape[0]), seeds):
+        means = R[s].mean(axis=0)
+        hit = [g for g, m in zip(grid, means) if m >= threshold - 1e-12] if math.isfinite(threshold) else []
+        out[str(seed)] = hit[0] if hit else None
+    return out
 
 
 def paired_tests(data: dict[str, np.ndarray], seeds: dict[str, list[int]], n_boot: int) -> dict[str, Any]:
@@ -178,7 +195,8 @@ def markdown(a: dict[str, Any]) -> str:
              f"Test: {a['test_tasks']} held-out test tasks, greedy, at {len(a['grid'])} budget points "
              f"({', '.join(map(str, a['grid']))}); seeds {a['protocol']['seeds']}; every cell a mean with its 95% "
              f"bootstrap interval over seeds and tasks ({a['protocol']['n_boot']} replicates). Threshold: "
-             f"{thr['learner']}'s final test mean, {thr['value']:.3f}; an upper bound of n.r. means that "
+             f"the median over {thr['learner']}'s seeds of each seed's final test mean, {thr['value']:.3f} (one "
+             "collapsed seed cannot pull it down); an upper bound of n.r. means that "
              "over 2.5% of the bootstrap replicates never reach it within the budget.", "",
              "| learner | seeds | final test reward | AUC (mean over points > 0) | generations to threshold (RL) | "
              "RL budget | total budget (RL + bank + cold start) | total at threshold | LOPD - learner, final (p) |",
@@ -191,6 +209,9 @@ def markdown(a: dict[str, Any]) -> str:
         total_thr = "-" if t["total_point"] is None else str(t["total_point"])
         lines.append(f"| {label} | {len(v['seeds'])} | {_cell(v['curve'][-1])} | {_cell(v['auc'])} | {_gens(t, budget)} | {b['rl']} | "
                      f"{b['total']} ({b['rl']} + {b['bank']} + {b['coldstart']}) | {total_thr} | {pair} |")
+    lines += ["", "Generations to threshold per seed: " + "; ".join(
+        f"{label} " + ", ".join(f"s{k} {'never' if g is None else g}" for k, g in v["to_threshold"]
+                                .get("per_seed", {}).items()) for label, v in specs.items()) + "."]
     lines += ["", "Paired tests on the learning-speed summary (AUC), LOPD minus each: " + "; ".join(
         f"{k} {p['auc']['diff']:+.3f} [{p['auc']['lo']:+.3f}, {p['auc']['hi']:+.3f}] (p={p['auc']['p']:.3f}"
         f"{_paired_on(p, specs)})"

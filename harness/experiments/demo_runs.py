@@ -138,6 +138,9 @@ def train_stage(cfg: DemoConfig, jobs: list[tuple], timings: dict[str, float]) -
     by run folder."""
     t0 = time.perf_counter()
     todo = runs_to_train(cfg, jobs)
+    for _spec, _seed, run_dir, _ov, want in todo:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        _save_spec(run_dir, want, {})  # before training: a killed run is then known and resumed
     if cfg.jobs > 1 and len(todo) > 1:
         summaries = _train_in_workers(cfg, todo)
     else:
@@ -160,13 +163,23 @@ def finished(run_dir: Path, want: dict[str, Any], cfg: DemoConfig) -> bool:
     return sf.is_file() and same_run(json.loads(sf.read_text()).get("spec"), want) and complete(run_dir, cfg)
 
 
+def started(run_dir: Path, want: dict[str, Any]) -> bool:
+    """Whether ``run_dir`` holds an unfinished run of the spec ``want`` (its spec is written first)."""
+    sf = _spec_file(run_dir)
+    return not run_dir.is_symlink() and sf.is_file() and same_run(json.loads(sf.read_text()).get("spec"), want)
+
+
 def runs_to_train(cfg: DemoConfig, jobs: list[tuple]) -> list[tuple]:
     """The jobs whose folder holds no finished run of the same spec, as ``(*job, want)`` (``want``: the
-    spec the run will record); a stale or unfinished folder is deleted (a link to one: the link only)."""
+    spec the run will record); an unfinished run of the same spec is kept (it resumes from its checkpoints),
+    a stale folder is deleted (a link to one: the link only)."""
     todo = []
     for spec, seed, run_dir, ov in jobs:
         want = wanted(ov)
         if finished(run_dir, want, cfg):
+            continue
+        if started(run_dir, want):
+            todo.append((spec, seed, run_dir, ov, want))  # the trainer resumes from its last checkpoint
             continue
         if run_dir.is_symlink():
             run_dir.unlink()  # a link to a run of another spec: drop the link, never the run it names

@@ -15,15 +15,16 @@ from harness.engines.base import EmbedOverride
 from harness.learners.common import (TeacherSide, gather_positions, prompt_messages, score_from, served_side,
                                      served_token_logprobs)
 from lopd.composer import Composer
-from lopd.latent import LatentError, encode_with_latents, frame_user_message, inject_batch
+from lopd.latent import LatentError, encode_with_latents, frame_user_message, framing_text, inject_batch
 from lopd.losses import upcast
 
 
 def latent_teacher_prompt(tokenizer: Any, episode: Any, n_latents: int, framing: str,
                           template_kwargs: dict[str, Any]) -> tuple[list[int], list[int]] | None:
     """(teacher prompt ids with ``n_latents`` placeholders, their positions); None when the task
-    text itself holds the sentinel (then the teacher sees the plain prompt)."""
-    msgs = prompt_messages(episode)
+    text itself holds the sentinel (then the teacher sees the plain prompt). ``framing``: a name in
+    :data:`lopd.latent.FRAMINGS` or a text."""
+    msgs, framing = prompt_messages(episode), framing_text(framing)  # a bad framing raises, never drops the latents
     for m in msgs:
         if m.get("role") == "user":
             try:

@@ -10,7 +10,8 @@ Per step (the paper's method; every number is a config field, so ablations need 
 4. the student minimises KL(student || teacher) over the teacher's top-20 + tail buckets per
    assistant token, normalised by the global token count;
 5. the composer minimises mean_i [kl_i + beta (m - Delta_i) + lambda anchor_i] (the student
-   detached), with beta from before this step; then beta <- max(0, beta + eta (m - mean Delta)).
+   detached; kl_i and Delta_i over the tool-call tokens, ``margin.token_scope``), with beta from
+   before this step; then beta <- max(0, beta + eta (m - mean Delta)).
 
 One teacher forward per micro-batch serves both losses: detached for the student, with
 gradients (into the latents only) for the composer. A task's rollouts share a micro-batch, where
@@ -18,10 +19,8 @@ its latents are encoded, so memory stays bounded by the micro-batch. ``lopd prep
 coldstart``) writes the warmed composer that ``lopd.composer_init`` loads (it is also the anchor
 c_phi0). The plain-maths version of one step, without micro-batches or caches: ``lopd_reference.py``.
 
-Cost: a task's G rollouts (``group_size``; LOPD's default is 1, i.e. 32 tasks a step) share one
-retrieval, one encoding with gradients and one (cached) anchor encoding; the teacher's prompt
-before the first latent runs once per distinct prefix (``latent_teacher.py``). Step cost against
-GRPO: benchmarks/RESULTS.md, "Learners".
+Cost: a task's rollouts share one retrieval and one encoding; the teacher's prompt before the first
+latent runs once per distinct prefix (``latent_teacher.py``); against GRPO: RESULTS.md, "Learners".
 """
 
 from __future__ import annotations
@@ -37,14 +36,14 @@ from harness.distributed import sum_floats
 from harness.learners.base import Learner, LearnerContext, StepBatch
 from harness.learners.common import TeacherSide, Timer, distill_tokens, pad_id, pad_rows, seq_count
 from harness.learners.latent_teacher import latent_teacher_hidden, served_latent_teacher, teacher_head, teacher_rows
-from harness.learners.lopd_composer import build_composer, compose_latents, composer_step
+from harness.learners.lopd_drift import DriftProbe, drift_metrics
+from harness.learners.lopd_composer import build_composer, compose_latents, composer_step, scope_tokens
 from harness.learners.privileged import grow_bank, load_bank, make_embedder, retrieve_texts
 from lopd.chunked import chunked_head, topk_and_targets
 from lopd.config import LOPDConfig
-from lopd.latent import DEFAULT_FRAMING
 from lopd.losses import masked_sum, reduce_tokens
-from lopd.margin import DualVariable, TokenLogProbs, composer_loss, composer_terms_of
-from lopd.supervision import align_supervision
+from lopd.margin import ComposerTerms, DualVariable, TokenLogProbs, composer_loss, composer_terms_of
+from lopd.supervision import align_supervision, aligned_subset
 
 
 @dataclass
@@ -56,10 +55,13 @@ class LOPDLearnerConfig(LOPDConfig):
     """The cold-start composer file (``lopd prepare`` or ``lopd coldstart`` writes it; its weights also
     become the anchor c_phi0), or ``random``: the freshly initialised composer (an ablation: its latents
     have norms ~50x the token embeddings'). None is an error that says how to make the file."""
-    framing: str = DEFAULT_FRAMING
-    """First-user-message framing of the latent reference: holds ``{latents}`` and ``{task}``."""
+    framing: str = "paper"
+    """First-user-message framing of the latent reference: ``paper`` (ours: the paper prints none),
+    ``authors`` (their code's), or a text holding ``{latents}`` and ``{task}``."""
     composer_seed: int = 0
     """Seed of the QFormer's and LoRA's initialisation and of the cold start's batch order."""
+    drift_probe: int = 0
+    """Log ``composer/drift_kl`` (:mod:`~harness.learners.lopd_drift`) on this many training tasks; 0: off."""
 
 
 _SUMS = ("kl_tok", "c_loss", "c_kl", "delta", "delta_w", "count", "anchor")  # per micro-batch, added over ranks
@@ -79,6 +81,9 @@ class _Step:
     t_masks: list[list[int]]
     t_pos: list[list[int]]
     """Latent placeholder positions in each teacher row."""
+    scope: list[list[int]]
+    """Per student token: does the composer's kl_i and Delta_i count it (``margin.token_scope``)."""
+    keep: list[bool]  # per rollout: supervised? (not when nothing was retrieved and unretrieved=drop)
     rewards: torch.Tensor
     n_tok: float
     n_seq: float
@@ -101,6 +106,8 @@ class LOPDLearner(Learner[LOPDLearnerConfig]):
         self.optimizer = torch.optim.AdamW(self.composer.trainable_parameters(), lr=oc.lr, weight_decay=oc.weight_decay)
         self.dual = DualVariable(self.cfg.margin)
         self.bank = load_bank(ctx.cfg.bank)
+        self._pieces: dict[int, str] = {}  # token id -> text, for the tool-call scope
+        self.drift_probe: DriftProbe | None = None  # built on first use (lopd.drift_probe)
 
     def retrieve(self, tasks: list) -> list[list[str]]:
         """Experience texts per task, best first (``n_retrieved`` at most)."""
@@ -121,30 +128,36 @@ class LOPDLearner(Learner[LOPDLearnerConfig]):
             if self.cfg.train_composer else {}
         with timer("student"):
             out.update(ctx.optimizer_step())
+        with timer("drift"):
+            out.update(drift_metrics(self))
         mean_delta = self._dual_step(sums, step.n_roll)
         if ctx.cfg.bank.grow:
             with timer("retrieval"):
                 grow_bank(self.bank, [r.traj.episode for r in rs], ctx.dist, f"step-{batch.step}")
-        no_ctx = sum_floats([sum(1 for p in step.t_pos if not p)], ctx.dist)[0]
+        no_ctx, n_all = sum_floats([sum(1 for p in step.t_pos if not p), len(rs)], ctx.dist)
         n_tok, n_roll = step.n_tok, max(step.n_roll, 1.0)
         return {"loss": sums["loss"], "distill_kl": sums["kl_tok"] / max(n_tok, 1.0), "tokens": n_tok,
                 "composer/loss": sums["c_loss"], "composer/kl": sums["c_kl"] / n_roll,
                 "composer/delta": mean_delta, "composer/anchor": sums["anchor"] / n_roll,
                 "composer/beta": step.beta, "composer/beta_next": self.dual.value,
-                "no_latent_frac": no_ctx / n_roll, "bank_size": float(len(self.bank)), **out, **timer.metrics()}
+                "no_latent_frac": no_ctx / max(n_all, 1.0), "bank_size": float(len(self.bank)), **out, **timer.metrics()}
 
     def _step_rows(self, rs: list, tasks: dict, exps: dict[str, list[str]]) -> _Step:
-        """Student rows and teacher rows (latent placeholders where experiences were retrieved; a
-        task without any, or whose text holds the sentinel, keeps the plain prompt and no latents)."""
-        ctx = self.ctx
-        t_rows, t_masks, t_pos = teacher_rows(ctx.tokenizer, rs, exps, self.composer.n_latents, self.cfg.framing,
-                                              ctx.template_kwargs)
+        """Student rows and teacher rows (latent placeholders where experiences were retrieved; a task
+        without any, or whose text holds the sentinel, keeps the plain prompt, or is dropped)."""
+        ctx, cfg = self.ctx, self.cfg
+        t_rows, t_masks, t_pos = teacher_rows(ctx.tokenizer, rs, exps, self.composer.n_latents,
+                                              cfg.framing, ctx.template_kwargs)
         s_rows, s_masks = [r.traj.token_ids for r in rs], [r.traj.loss_mask for r in rs]
-        n_tok, n_seq, n_roll = sum_floats([sum(map(sum, s_masks)), seq_count(s_masks), len(rs)], ctx.dist)
+        keep = [bool(p) or cfg.unretrieved == "plain_teacher" for p in t_pos]
+        s_masks = [m if k else [0] * len(m) for m, k in zip(s_masks, keep)]
+        t_masks = [m if k else [0] * len(m) for m, k in zip(t_masks, keep)]
+        scope = scope_tokens(ctx.tokenizer, s_rows, s_masks, cfg.margin.token_scope, self._pieces)
+        n_tok, n_seq, n_roll = sum_floats([sum(map(sum, s_masks)), seq_count(s_masks), sum(keep)], ctx.dist)
         rewards = torch.tensor([min(max(r.reward, 0.0), 1.0) for r in rs])
         # the loss uses beta from before this step's dual update
-        return _Step(rs, tasks, exps, s_rows, s_masks, t_rows, t_masks, t_pos, rewards, n_tok, n_seq, n_roll,
-                     self.dual.value)
+        return _Step(rs, tasks, exps, s_rows, s_masks, t_rows, t_masks, t_pos, scope, keep, rewards, n_tok, n_seq,
+                     n_roll, self.dual.value)
 
     def _micro_batch(self, step: _Step, idx: list[int], timer: Timer) -> tuple[torch.Tensor, dict[str, float]]:
         """Compose the micro-batch's latents, score the teacher once, return the student's loss and
@@ -183,23 +196,26 @@ class LOPDLearner(Learner[LOPDLearnerConfig]):
             loss = reduce_tokens(per_tok, mask, cfg.distill.reduction, count=step.n_tok, n_sequences=step.n_seq)
         with timer("composer"), torch.set_grad_enabled(cfg.train_composer):
             k, s_logp = top_ids.shape[-1], s_logp.detach()
+            c_mask = aligned_subset([step.s_masks[i] for i in idx], [step.scope[i] for i in idx]).to(ctx.device)
+            kept = torch.tensor([step.keep[i] for i in idx], device=ctx.device)
             terms = composer_terms_of(TokenLogProbs(t_top, t_tgt), TokenLogProbs(s_logp[..., :k], s_logp[..., k]),
-                                      mask, step.rewards[idx].to(ctx.device), lats,
+                                      c_mask, step.rewards[idx].to(ctx.device), lats,
                                       [anchor[rs[i].task.task_id] for i in idx])
+            terms = ComposerTerms(terms.kl[kept], terms.delta[kept], terms.anchor[kept])
             c_loss, _ = composer_loss(terms, step.beta, cfg.margin)
-            c_loss = c_loss * (len(idx) / max(step.n_roll, 1.0))  # mean over ALL rollouts of the step
+            c_loss = c_loss * (int(kept.sum()) / max(step.n_roll, 1.0))  # mean over ALL kept rollouts of the step
             if cfg.train_composer and c_loss.requires_grad:
                 c_loss.backward()  # through the teacher into the latents, the QFormer and the LoRA
         with torch.no_grad():
-            counts = al.counts.to(terms.delta.device).float()
+            counts = c_mask[kept].sum(-1).to(terms.delta.device).float()
             return loss, {"kl_tok": float(masked_sum(per_tok, mask)), "c_loss": float(c_loss),
                           "c_kl": float(terms.kl.sum()), "delta": float(terms.delta.sum()),
                           "delta_w": float((terms.delta * counts).sum()), "count": float(counts.sum()),
                           "anchor": float(terms.anchor.sum())}
 
     def _served_teacher(self) -> bool:
-        """Score the latent teacher on the teacher servers: only with a frozen composer (a trained one
-        needs the backward through the teacher's logits, so in-process scoring is not extra work)."""
+        """Score the latent teacher on teacher servers: only with a frozen composer (a trained one needs
+        the teacher's logits in-process for its backward)."""
         return self.ctx.teacher_engine is not None and not self.cfg.train_composer
 
     def _dual_step(self, sums: dict[str, float], n_roll: float) -> float:
@@ -212,7 +228,8 @@ class LOPDLearner(Learner[LOPDLearnerConfig]):
     # ---- checkpoint state ------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         return {"composer": self.composer.trainable_state_dict(), "optimizer": self.optimizer.state_dict(),
-                "dual": self.dual.state_dict(), "anchor_cache": self.composer.anchor_cache_state()}
+                "dual": self.dual.state_dict(), "anchor_cache": self.composer.anchor_cache_state(),
+                "drift_probe": self.drift_probe and self.drift_probe.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.composer.load_trainable_state_dict(state["composer"])
@@ -221,6 +238,7 @@ class LOPDLearner(Learner[LOPDLearnerConfig]):
         # a cache of checkpoints before the cache moved into the composer (keyed by hash) is dropped:
         # its latents are recomputed
         self.composer.load_anchor_cache_state([x for x in state.get("anchor_cache", []) if len(x) == 3])
+        self.drift_probe = DriftProbe(**state["drift_probe"]) if state.get("drift_probe") else None
 
     def save_files(self, directory: Path) -> None:
         self.bank.save(directory / "bank")

@@ -13,6 +13,7 @@ from harness.learners.base import LearnerContext
 from harness.learners.common import Timer
 from lopd.coldstart import clip_composer_grads
 from lopd.composer import Composer
+from lopd.supervision import tool_call_tokens
 
 RANDOM_COMPOSER = "random"
 """The ``lopd.composer_init`` that starts from the freshly initialised composer."""
@@ -68,4 +69,20 @@ def composer_step(composer: Composer, optimizer: torch.optim.Optimizer, grad_cli
         if finite:
             optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-    return {f"composer/{k}": v for k, v in norms.items()} | {"composer/skipped_update": float(not finite)}
+    moved = {f"composer/{k}_moved": v for k, v in composer.moved_from_anchor().items()}
+    return {f"composer/{k}": v for k, v in norms.items()} | {"composer/skipped_update": float(not finite)} | moved
+
+
+def scope_tokens(tokenizer: Any, rows: list[list[int]], masks: list[list[int]], scope: str,
+                 pieces: dict[int, str]) -> list[list[int]]:
+    """Per token of each row, whether the composer's kl_i and Delta_i count it (``margin.token_scope``):
+    every supervised token (``assistant``) or those of its tool-call blocks (``tool_call``). ``pieces``
+    caches each token id's text across steps."""
+    if scope == "assistant":
+        return masks
+    out = []
+    for ids, mask in zip(rows, masks):
+        for i in set(ids) - pieces.keys():
+            pieces[i] = tokenizer.decode([i])
+        out.append(tool_call_tokens([pieces[i] for i in ids], mask))
+    return out

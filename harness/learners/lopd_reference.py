@@ -47,8 +47,8 @@ from harness.learners.privileged import retrieve_texts
 from lopd.composer import Composer
 from lopd.latent import inject_batch
 from lopd.losses import distill_per_token, reduce_tokens, teacher_topk, upcast
-from lopd.margin import DualVariable, composer_loss, composer_terms
-from lopd.supervision import align_supervision
+from lopd.margin import ComposerTerms, DualVariable, composer_loss, composer_terms
+from lopd.supervision import align_supervision, aligned_subset, tool_call_tokens
 
 
 @dataclass
@@ -170,6 +170,14 @@ def compose(composer: Composer, rs: list, tasks: list, exps: dict[str, list[str]
             [anc[r.task.task_id] if pos else empty for r, pos in zip(rs, t_pos)])
 
 
+def composer_mask(tokenizer: Any, rows: list[list[int]], masks: list[list[int]], cfg: LOPDLearnerConfig) -> Tensor:
+    """Phase 6. The supervised positions kl_i and Delta_i average over, in the alignment's layout: all of
+    them, or (``margin.token_scope=tool_call``) those inside a tool-call block, each token decoded alone."""
+    scope = masks if cfg.margin.token_scope == "assistant" else [
+        tool_call_tokens([tokenizer.decode([i]) for i in row], m) for row, m in zip(rows, masks)]
+    return aligned_subset(masks, scope)
+
+
 def reference_lopd_step(batch: StepBatch, *, student: nn.Module, composer: Composer, bank: Any,
                         tokenizer: Any, cfg: LOPDLearnerConfig, beta: float, env_id: str,
                         template_kwargs: dict[str, Any] | None = None) -> ReferenceStep:
@@ -188,9 +196,12 @@ def reference_lopd_step(batch: StepBatch, *, student: nn.Module, composer: Compo
     tasks = list({r.task.task_id: r.task for r in rs}.values())
     exps = retrieve(bank, tasks, cfg, env_id)
 
-    # 2. teacher rows with latent placeholders; supervised tokens aligned one to one with the student's
+    # 2. teacher rows with latent placeholders; supervised tokens aligned one to one with the student's;
+    #    with unretrieved=drop a rollout without latents is not supervised
     s_rows, s_masks = [r.traj.token_ids for r in rs], [r.traj.loss_mask for r in rs]
     t_rows, t_masks, t_pos = teacher_rows(rs, exps, composer.n_latents, tokenizer, cfg, tkw)
+    keep = [bool(p) or cfg.unretrieved == "plain_teacher" for p in t_pos]
+    s_masks, t_masks = ([m if k else [0] * len(m) for m, k in zip(ms, keep)] for ms in (s_masks, t_masks))
     al = align_supervision(s_rows, s_masks, t_rows, t_masks)
     n_tok = float(sum(map(sum, s_masks)))  # the step's supervised tokens: the student's normaliser
     n_seq = float(sum(1 for m in s_masks if any(m)))
@@ -211,11 +222,15 @@ def reference_lopd_step(batch: StepBatch, *, student: nn.Module, composer: Compo
                                 teacher_logits=t_logits.detach())
     s_loss = reduce_tokens(per_tok, mask, cfg.distill.reduction, count=n_tok, n_sequences=n_seq)
 
-    # 6. the composer's loss, the student detached; beta from before this step; mean over ALL rollouts
+    # 6. the composer's loss, the student detached; beta from before this step; mean over ALL kept
+    #    rollouts; kl_i and Delta_i over the tokens of margin.token_scope
     rewards = torch.tensor([min(max(r.reward, 0.0), 1.0) for r in rs], device=t_logits.device)
+    c_mask = composer_mask(tokenizer, s_rows, s_masks, cfg).to(mask.device)
+    kept = torch.tensor(keep, device=mask.device)
     with torch.set_grad_enabled(train):
-        terms = composer_terms(t_logits, s_logits.detach(), al.targets, mask, rewards, lats, ancs,
+        terms = composer_terms(t_logits, s_logits.detach(), al.targets, c_mask, rewards, lats, ancs,
                                top_k=cfg.distill.top_k, topk_ids=top_ids)
+        terms = ComposerTerms(terms.kl[kept], terms.delta[kept], terms.anchor[kept])
         c_loss, _ = composer_loss(terms, beta, cfg.margin)
 
     # 7. both backwards (into separate graphs: the student's and the teacher's latents'), and the
@@ -225,10 +240,10 @@ def reference_lopd_step(batch: StepBatch, *, student: nn.Module, composer: Compo
     s_grads, c_grads = gradients(s_loss, s_named), gradients(c_loss, c_named)
     dual = DualVariable(cfg.margin)  # a fresh one at beta: the learner's is only read
     dual.value = beta
-    mean_delta = dual.mean_delta(terms.delta, al.counts)  # from the per-rollout Delta, not rank sums
+    mean_delta = dual.mean_delta(terms.delta, c_mask[kept].sum(-1)) if terms.delta.numel() else 0.0
     return ReferenceStep(student_loss=float(s_loss.detach()), composer_loss=float(c_loss.detach()),
                          student_grads=s_grads, composer_grads=c_grads, mean_delta=mean_delta, beta=beta,
-                         beta_next=dual.step(mean_delta), n_tokens=n_tok,
+                         beta_next=dual.step(mean_delta) if any(keep) else beta, n_tokens=n_tok,
                          no_latent_frac=sum(1 for p in t_pos if not p) / len(rs))
 
 

@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.atomic_dir import build_dir
+from harness.config import Fraction, NonNegFloat, NonNegInt, PosFloat, PosInt, check_fields
 from harness.basemodel.config import BaseModelConfig, env_kwargs
+from lopd.latent import framing_text
 
 __all__ = ["Base", "StageConfig", "bank_stage", "base_stage", "coldstart", "coldstart_pairs_stage", "env_kwargs"]
 
@@ -40,41 +42,51 @@ class StageConfig:
     """The stages' settings (the demo's and the comparison's :class:`~harness.experiments.demo.DemoConfig`
     extends it; ``lopd prepare`` fills it from a train config)."""
 
-    max_new_tokens: int = 96
+    max_new_tokens: PosInt = 96
     """Tokens per assistant turn (training, evaluation and the bank rollouts)."""
-    max_turns: int = 8
+    max_turns: PosInt = 8
     """Assistant turns per episode (every micro-world procedure ends within 6)."""
-    bank_tasks: int = 200
+    bank_tasks: PosInt = 200
     """Training tasks the base plays once each (temperature ``bank_temperature``) to fill the bank (the
     comparison plays all 600, so that every procedure has a chance to be in it; the demo a third)."""
-    bank_temperature: float = 0.7
+    bank_temperature: NonNegFloat = 0.7
     """Sampling temperature of the bank rollouts (the training rollouts' temperature)."""
-    min_bank: int = 0
+    min_bank: NonNegInt = 0
     """When fewer successful base episodes than this exist, the scripted expert's episodes on training
     tasks top the bank up to this size (reported as ``bank.expert``, data the base did not generate).
     0 (the default) never adds any."""
     embedder: Literal["model", "hashing"] = "model"
     """Bank retrieval embeddings: the bank's MiniLM model, or the lexical hashing embedder (no model)."""
+    bank_min_reward: Fraction = 1.0
+    """Episodes of the bank rollouts that enter the bank: reward >= this (1.0: full passes; the
+    authors' bank builder: 0.0, failures too)."""
+    bank_render: Literal["lite", "chat_template"] = "lite"
+    """An experience's text (:attr:`lopd.bank.BankConfig.render`; ``chat_template`` uses the base's)."""
+    bank_embed_text: Literal["task", "task_trajectory"] = "task_trajectory"
+    """What a bank entry's vector encodes (:attr:`lopd.bank.BankConfig.embed_text`; authors: ``task``)."""
     coldstart_source: Literal["base", "referenced"] = "referenced"
     """Trajectories the cold start teaches the latents to predict. ``base``: the bank's successful base
     episodes (the paper's recipe; at micro scale the base predicts its own successes at ~0.01 nats a
     token, so the latents learn to stay out of the way and carry nothing). ``referenced``: successful
     episodes of the base given the task's top-1 bank experience as a text reference, which include
     tasks it fails alone; the latents must then carry what the text carried."""
-    coldstart_tasks: int = 100
+    coldstart_tasks: PosInt = 100
     """Training tasks the base plays with a text reference for ``coldstart_source=referenced`` (the
     comparison plays all 600)."""
-    coldstart_steps: int = 20
+    coldstart_steps: NonNegInt = 20
     """Composer cold-start steps (LOPD runs). On the r14 base the latent teacher's held-out reward
     grows with them: 0.30 without context, 0.37 after 40 steps of 4, 0.48 after 200 of 8, against
     0.55 with the same top-1 experience as text (docs/MICRO.md); the demo's 20 of 8 fit its 10 minutes (its LOPD run checks the pipeline, not the method),
     the comparison runs 200 of 8."""
-    coldstart_batch: int = 8
+    coldstart_batch: PosInt = 8
     """Cold-start pairs per step."""
-    coldstart_lr: float = 1e-4
+    coldstart_lr: PosFloat = 1e-4
     """Cold-start learning rate (the paper's 1e-5 is for 4B-8B backbones)."""
     progress: bool = True
     """tqdm progress bars."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # lopd prepare builds one from a train config and flags
 
 
 @dataclass
@@ -179,17 +191,32 @@ def _expert_episodes(base: BaseModelConfig, n: int, out: Path) -> int:
     return written
 
 
-def bank_config(base: BaseModelConfig) -> Any:
+def bank_config(base: Base, cfg: StageConfig) -> Any:
     """The bank's settings: results cut where the base's pretraining references cut them, so the
-    bank's experiences read exactly like the references the base learnt to use."""
+    bank's experiences read exactly like the references the base learnt to use; a chat-template
+    rendering uses the base's own template."""
     from lopd.bank import BankConfig
 
-    return BankConfig(observation_chars=base.reference_result_chars)
+    chat = cfg.bank_render == "chat_template"
+    return BankConfig(observation_chars=base.config.reference_result_chars, min_reward=cfg.bank_min_reward,
+                      render=cfg.bank_render, template_tokenizer=base.path if chat else None,
+                      embed_text=cfg.bank_embed_text)
 
 
 def bank_key(cfg: StageConfig, base_info: dict[str, Any]) -> str:
+    # the defaults' key is the one from before these two settings existed (caches stay valid)
+    extra = [cfg.bank_min_reward, cfg.bank_render, cfg.bank_embed_text]
+    extra = [] if extra == [1.0, "lite", "task_trajectory"] else extra
     return _key("bank", base_info["key"], cfg.bank_tasks, cfg.bank_temperature, cfg.min_bank, cfg.embedder,
-                cfg.max_new_tokens, cfg.max_turns)
+                cfg.max_new_tokens, cfg.max_turns, *extra)
+
+
+def sources_at(bank: Any, tmp: Path, target: Path) -> None:
+    """Point the sources of ``bank``'s experiences read from files under ``tmp`` to ``target``, the
+    folder :func:`~harness.atomic_dir.build_dir` renames ``tmp`` to: the temp path is gone once built."""
+    old, new = str(tmp.resolve()), str(target.resolve())
+    bank.experiences[:] = [replace(e, source=replace(e.source, file=new + e.source.file[len(old):]))
+                           if e.source.file.startswith(old + "/") else e for e in bank.experiences]
 
 
 def build_bank_dir(base: Base, cfg: StageConfig, cache: Path) -> tuple[Path, dict]:
@@ -204,7 +231,8 @@ def build_bank_dir(base: Base, cfg: StageConfig, cache: Path) -> tuple[Path, dic
         played, ok = _play(base, cfg, ids, tmp / "base_traces.jsonl", "bank: base rollouts", "bank")
         expert = _expert_episodes(base.config, max(0, cfg.min_bank - ok), tmp / "expert_traces.jsonl")
         bank = ExperienceBank.build([tmp / "base_traces.jsonl", tmp / "expert_traces.jsonl"],
-                                    config=bank_config(base.config), embedder=_embedder(cfg))
+                                    config=bank_config(base, cfg), embedder=_embedder(cfg))
+        sources_at(bank, tmp, target)
         bank.save(tmp / "bank")
         info = {"base_episodes": played, "base_successes": ok, "expert": expert, "entries": len(bank),
                 "seconds": round(time.perf_counter() - t0, 2)}
@@ -249,7 +277,7 @@ def coldstart_key(cfg: StageConfig, train_cfg: Any, bank: Path, traces: list[Pat
     settings = replace(lo.coldstart, steps=cfg.coldstart_steps, batch_size=cfg.coldstart_batch,
                        lr=cfg.coldstart_lr)
     return _key("coldstart", str(bank), [str(t) for t in traces], asdict(lo.composer), asdict(settings),
-                lo.n_retrieved, lo.allow_self_retrieval, lo.framing, lo.composer_seed, train_cfg.model.path)
+                lo.n_retrieved, lo.allow_self_retrieval, framing_text(lo.framing), lo.composer_seed, train_cfg.model.path)
 
 
 def coldstart(cfg: StageConfig, train_cfg: Any, overrides: list[str], bank: Path, traces: list[Path],

@@ -30,7 +30,7 @@ def build_examples(cfg: TrainConfig, tokenizer: Any, bank: Any, traces: Sequence
     from lopd.coldstart import ColdStartExample
 
     examples, skipped = [], {"split_or_reward": 0, "no_retrieval": 0, "no_task": 0}
-    min_reward, splits = bank.config.min_reward, set(bank.config.train_splits)
+    min_reward, splits = cfg.lopd.coldstart.min_reward, set(bank.config.train_splits)
     tk = dict(cfg.rollout.template_kwargs)
     for path in traces:
         for ep in read_traces(path, on_error="skip"):

@@ -43,6 +43,13 @@ class BankConfig:
     """Keep <think> reasoning in responses (it is verbose; dropped by default)."""
     executed_calls_only: bool = True
     """Render only calls the env executed (EnvScaler executes only the first call of a turn)."""
+    render: Literal["lite", "chat_template"] = "lite"
+    """An experience's text: ``lite``, the task then the calls and cut results (the paper's
+    observation-lite trajectory; the cut settings above apply), or ``chat_template``, the stored
+    conversation through ``template_tokenizer``'s chat template, system prompt, tools, reasoning and
+    whole results included (authors' code)."""
+    template_tokenizer: str | None = None
+    """A tokenizer folder (a model folder) whose chat template ``render: chat_template`` uses."""
 
     # ---- embedding ------------------------------------------------------------------------
     model: str = "default"

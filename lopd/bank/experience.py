@@ -45,6 +45,10 @@ class Experience:
 
     @property
     def text(self) -> str:
+        """What the composer reads: the task and the trajectory, or a chat-template rendering (which
+        holds the task) as it is."""
+        if self.meta.get("render") == "chat_template":
+            return self.trajectory
         return render_text(self.task, self.trajectory)
 
     @cached_property

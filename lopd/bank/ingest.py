@@ -12,10 +12,12 @@ Split hygiene is enforced here AND again when experiences are added to a bank
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from envs.trace import Episode, TraceError
 
@@ -88,6 +90,19 @@ def read_numbered(path: str | os.PathLike, on_error: str, report: IngestReport) 
             index += 1
 
 
+@functools.lru_cache(maxsize=4)
+def _template_tokenizer(path: str) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(path)
+
+
+def chat_template_text(ep: Episode, tokenizer_path: str) -> str:
+    """The episode's stored conversation (and tools) through the tokenizer's chat template."""
+    tok = _template_tokenizer(tokenizer_path)
+    return tok.apply_chat_template(ep.messages, tools=ep.tools or None, tokenize=False)
+
+
 def to_experience(ep: Episode, source: SourceRef, cfg: BankConfig) -> Experience | None:
     """Render one episode (None when it has no task text). Does not filter by split or reward."""
     task, trajectory = render_episode(ep, observation_chars=cfg.observation_chars,
@@ -96,6 +111,10 @@ def to_experience(ep: Episode, source: SourceRef, cfg: BankConfig) -> Experience
     if task is None:
         return None
     meta = {"steps": len(ep.steps), "tool_calls": ep.n_tool_calls, "seed": ep.seed}
+    if cfg.render == "chat_template":
+        if not cfg.template_tokenizer:
+            raise ValueError("bank render='chat_template' needs template_tokenizer (a tokenizer folder)")
+        trajectory, meta["render"] = chat_template_text(ep, str(cfg.template_tokenizer)), "chat_template"
     return Experience(env_id=ep.env_id, task_id=str(ep.task_id), reward=float(ep.reward), split=ep.split,
                       task=task, trajectory=trajectory, source=source, meta=meta)
 

@@ -35,7 +35,8 @@ def _run(tmp_path: Path, learner: str, traces: Path) -> list[dict]:
     if learner == "grpo":
         args = [str(ROOT / "harness" / "configs" / "grpo.yaml"), f"run_dir={run}", *MICRO_GRPO, *F64]
     else:
-        args = small_overrides(run, learner, traces, "generations=8", *F64)
+        # the recording predates margin.token_scope, whose default became the paper's tool_call
+        args = small_overrides(run, learner, traces, "generations=8", "lopd.margin.token_scope=assistant", *F64)
     env = {**SUBPROCESS_ENV, "MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "default"}
     proc = subprocess.run([sys.executable, "-m", "harness", "train", *args], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=600)

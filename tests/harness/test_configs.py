@@ -15,8 +15,11 @@ from harness.training.trainer import example_config
 LEARNERS = ["grpo", "opsd", "sdpo", "lopd", "sft"]
 
 
+RECIPES = ["lopd_authors"]  # another recipe of a learner (tests/harness/learners/test_lopd_authors_options.py)
+
+
 def test_the_packaged_configs_are_exactly_these():
-    assert sorted(p.stem for p in example_config("grpo").parent.glob("*.yaml")) == sorted(LEARNERS)
+    assert sorted(p.stem for p in example_config("grpo").parent.glob("*.yaml")) == sorted(LEARNERS + RECIPES)
 
 
 @pytest.mark.parametrize("learner", LEARNERS)

@@ -66,3 +66,32 @@ def test_coldstart_batch_order_follows_the_composer_seed_not_the_run_seed(tmp_pa
     assert order("seed=1") == order("seed=2")
     assert order("lopd.composer_seed=0") != order("lopd.composer_seed=1")
     assert sorted(order()[:10]) == list(range(10))  # epoch by epoch: every pair once before any repeats
+
+
+def test_the_cold_start_keeps_trajectories_by_its_own_min_reward(tmp_path):
+    """lopd.coldstart.min_reward, not the bank's: a bank that keeps failures (the authors') still warms the
+    composer on successes only, unless the cold start is told otherwise."""
+    from envs.trace import read_traces, write_traces
+    from harness.config import load_config
+    from harness.learners.privileged import load_bank
+    from harness.training.coldstart import build_examples
+    from harness.training.train_config import TrainConfig
+
+    traces = write_shop_expert_traces(tmp_path / "expert.jsonl")
+    eps = list(read_traces(traces))
+    for ep in eps[::2]:
+        ep.reward = 0.0
+    write_traces(tmp_path / "mixed.jsonl", eps)
+    n_ok = sum(ep.reward >= 1 and ep.split == "train" for ep in eps)
+    n_train = sum(ep.split == "train" for ep in eps)
+    counts = {}
+    for min_reward in (1.0, 0.0):
+        cfg = load_config(TrainConfig, None, small_overrides(tmp_path / "cs", "lopd", tmp_path / "mixed.jsonl",
+                                                             "bank.config.min_reward=0.0",
+                                                             "lopd.allow_self_retrieval=true",
+                                                             f"lopd.coldstart.min_reward={min_reward}"))
+        tr = make_trainer(tmp_path / f"t{min_reward}", "lopd", tmp_path / "mixed.jsonl", "lopd.composer.qformer.n_latents=2")
+        examples, _ = build_examples(cfg, tr.tokenizer, load_bank(cfg.bank), [str(tmp_path / "mixed.jsonl")], 2)
+        counts[min_reward] = len(examples)
+        tr.close()
+    assert 0 < n_ok < n_train and counts == {1.0: n_ok, 0.0: n_train}

@@ -8,7 +8,8 @@ from harness.experiments.comparison import LEARNERS, Protocol, choose, headline_
 from harness.experiments.comparison_report import budgets, paired_tests
 
 ROOT = Path(__file__).resolve().parents[3]
-PROTOCOLS = sorted((ROOT / "benchmarks" / "protocols").glob("*.yaml"))
+# ablation.yaml is benchmarks/ablation.py's (tests/benchmarks/test_ablation.py), not a comparison of learners
+PROTOCOLS = sorted(p for p in (ROOT / "benchmarks" / "protocols").glob("*.yaml") if p.stem != "ablation")
 
 
 @pytest.mark.parametrize("path", PROTOCOLS, ids=lambda p: p.stem)
@@ -107,3 +108,16 @@ def test_paired_tests_pair_the_seeds_both_runs_have():
     assert out["frozen"]["seeds"] == [1, 3] and out["grpo"]["seeds"] == [1, 2, 3, 4, 5]
     assert out["frozen"]["final"]["diff"] == pytest.approx(0.1) and out["frozen"]["final"]["lo"] == pytest.approx(0.1)
     assert out["grpo"]["final"]["diff"] == 0.0 and out["grpo"]["auc"]["diff"] == 0.0
+
+
+def test_the_threshold_is_the_median_of_the_seeds_finals_and_each_seed_reports_its_own():
+    """One collapsed seed (final 0.1) moves the mean of the finals (0.45) but not their median (0.6)."""
+    import numpy as np
+
+    from harness.experiments.comparison_report import per_seed_to_threshold, robust_threshold
+
+    finals = [0.6, 0.65, 0.1]
+    R = np.array([[[0.2, 0.62, f]] * 4 for f in finals])  # [S=3, T=4, P=3]
+    assert robust_threshold(R) == 0.6
+    assert per_seed_to_threshold(R, [0, 64, 128], 0.6, [1, 2, 3]) == {"1": 64, "2": 64, "3": 64}
+    assert per_seed_to_threshold(R, [0, 64, 128], 0.64, [1, 2, 3]) == {"1": None, "2": 128, "3": None}

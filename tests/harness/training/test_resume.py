@@ -66,3 +66,17 @@ def test_sigkill_mid_run_then_resume_matches_an_uninterrupted_run(tmp_path):
         assert _same(x, y), f"step {x['step']}: {x} != {y}"
     gens = sorted(e.meta["generation"] for e in read_traces(killed / "traces.jsonl") if e.meta["phase"] == "train")
     assert gens == list(range(4 * STEPS))  # every training episode exactly once
+
+
+def test_a_restart_with_no_checkpoint_starts_its_records_afresh(tmp_path):
+    """A run killed before its first checkpoint restarts from step 0; what it had logged goes, or its steps
+    would be counted twice."""
+    from learner_fixtures import make_trainer
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text('{"step": 1, "train/loss": 9.0}\n')
+    (run / "traces.jsonl").write_text('{"env_id": "x"}\n')
+    tr = make_trainer(run, "grpo", None)
+    assert (run / "metrics.jsonl").read_text() == "" and (run / "traces.jsonl").read_text() == ""
+    tr.close()

@@ -110,3 +110,22 @@ def test_in_memory_episodes_and_nan_reward():
     report = IngestReport()
     exps = list(experiences_from_episodes(eps, BankConfig(), report, label="step-3"))
     assert len(exps) == 1 and str(exps[0].source) == "step-3#0" and report.skipped_reward == 1
+
+
+def test_chat_template_render_is_the_stored_conversation_through_the_template():
+    """render=chat_template (the authors' experience text): the conversation and its tools through the
+    tokenizer's chat template, whole, with no 'Task:' wrapper; it needs a tokenizer folder."""
+    from harness.models.pinned import PINNED_DIR
+    from transformers import AutoTokenizer
+
+    ep = make_episode("e", "t", "Do it", [("search", {"q": "x"}, "r" * 900)])
+    ep.messages += [{"role": "assistant", "content": '<tool_call>{"name": "search"}</tool_call>'},
+                    {"role": "tool", "content": "r" * 900}]
+    cfg = BankConfig(render="chat_template", template_tokenizer=str(PINNED_DIR))
+    (exp,) = experiences_from_episodes([ep], cfg, IngestReport())
+    want = AutoTokenizer.from_pretrained(str(PINNED_DIR)).apply_chat_template(ep.messages, tokenize=False)
+    assert exp.text == want and "r" * 900 in exp.text  # tool results whole, no observation cut
+    (lite,) = experiences_from_episodes([ep], BankConfig(), IngestReport())
+    assert lite.text.startswith("Task: Do it") and "r" * 900 not in lite.text
+    with pytest.raises(ValueError, match="template_tokenizer"):
+        list(experiences_from_episodes([ep], BankConfig(render="chat_template"), IngestReport()))

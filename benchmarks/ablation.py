@@ -1,0 +1,332 @@
+"""The paper's LOPD ablation table at micro scale (issue #31): cells of LOPD runs, each cell one command,
+resumable from the result files committed under ``benchmarks/results/ablation/``.
+
+    python benchmarks/ablation.py --plan                          # every run of every cell, CPU estimate
+    python benchmarks/ablation.py --cell learned_vs_frozen        # train what is missing, 2 runs at a time
+    python benchmarks/ablation.py --cell learned_vs_frozen --commit   # git-commit each result as it lands
+    python benchmarks/ablation.py --table                         # the table, from the committed files only
+
+A result records what determines its run's weights (the pipeline's settings after the recipe's, and the
+run's whole resolved TrainConfig without its folders), never a path: a run whose committed result agrees on
+every recorded setting is not trained again, on any machine (a setting added to the code since does not
+count; a changed value does). Each run trains with the *validation* tasks as its curve (what choices read)
+and is then evaluated once on the *test* tasks (what the table reports); its per-step composer diagnostics
+go into the result too. A run killed midway resumes from its last checkpoint (every 5 steps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from harness.experiments.demo import DemoConfig, RunSpec, copy_config  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results" / "ablation"
+WINNER = "winner"
+"""The recipe name a later cell uses for the recipe whose learned composer wins the first cell on validation."""
+RESULT_VERSION = 1
+DIAGNOSTICS = ("composer/anchor", "composer/delta", "composer/beta", "composer/kl", "composer/grad_norm",
+               "composer/lora_grad_norm", "composer/qformer_grad_norm", "composer/drift_kl", "composer/lora_moved",
+               "composer/qformer_moved", "grad_norm", "distill_kl", "no_latent_frac", "composer/skipped_update")
+"""Per-step metrics a result keeps (those a run logs)."""
+
+
+@dataclass
+class AblationRun:
+    """Runs of one row of a cell: a recipe plus overrides, on some seeds."""
+
+    label: str
+    """Row name in the table (unique within the cell)."""
+    recipe: str
+    """A key of :attr:`AblationProtocol.recipes`."""
+    overrides: list[str] = field(default_factory=list)
+    """TrainConfig ``key=value`` overrides after the recipe's (e.g. ``lopd.train_composer=false``)."""
+    seeds: list[int] = field(default_factory=lambda: [1, 2, 3])
+    """Training seeds."""
+    composer_seeds: list[int] = field(default_factory=lambda: [0])
+    """Cold starts: seed i uses ``composer_seeds[i % len]`` (each its own cached cold start), so cold-start
+    variance is inside the row's interval."""
+    generations: int | None = None
+    """The rollout budget; None: the protocol's ``demo.generations``."""
+    diagnostic: bool = False
+    """Keep a checkpoint every 10 steps (for drift probes after the run)."""
+
+
+@dataclass
+class Cell:
+    """One table of the ablation."""
+
+    name: str
+    """The ``--cell`` name."""
+    description: str = ""
+    """What the cell asks."""
+    runs: list[AblationRun] = field(default_factory=list)
+    """Its rows."""
+
+
+@dataclass
+class AblationProtocol:
+    """The ablation: the pipeline shared by every run, the recipes, the cells in the order they run."""
+
+    demo: DemoConfig = field(default_factory=DemoConfig)
+    """Base, bank, cold start, budget and evaluation (``val_tasks`` for the curve, ``eval_tasks`` test tasks)."""
+    recipes: dict[str, list[str]] = field(default_factory=dict)
+    """Recipe name -> TrainConfig overrides (on top of harness/configs/lopd.yaml)."""
+    recipe_demo: dict[str, list[str]] = field(default_factory=dict)
+    """Recipe name -> pipeline overrides (``coldstart_steps=1000``, ``bank_render=chat_template``)."""
+    cells: list[Cell] = field(default_factory=list)
+    """The cells."""
+    cpu_minutes_per_1000: float = 31.0
+    """Planning estimate: CPU-minutes per 1,000 training generations of an LOPD run here (640 took ~20)."""
+
+
+def load(path: Path, overrides: list[str]) -> AblationProtocol:
+    from harness.config import load_config
+
+    proto = load_config(AblationProtocol, path, overrides)
+    for cell in proto.cells:
+        unknown = sorted({r.recipe for r in cell.runs} - set(proto.recipes) - {WINNER})
+        if unknown:
+            raise ValueError(f"cell {cell.name}: unknown recipe(s) {unknown}; known: {sorted(proto.recipes)}")
+    return proto
+
+
+def recipe_config(proto: AblationProtocol, recipe: str, out: Path, gens: int | None) -> DemoConfig:
+    """The pipeline settings of one recipe's runs (validation curve; the test tasks come after)."""
+    from harness.config import load_config, to_dict
+
+    cfg = copy_config(proto.demo, out=str(out), eval_split="val", eval_tasks=proto.demo.val_tasks, threshold=None)
+    cfg = load_config(DemoConfig, None, proto.recipe_demo.get(recipe, []), base=to_dict(cfg))
+    if gens is not None:
+        cfg.generations = gens
+    return cfg
+
+
+def jobs_of(proto: AblationProtocol, cell: Cell) -> list[dict[str, Any]]:
+    """Every (row, seed) of ``cell`` with its spec, pipeline settings and key."""
+    from harness.experiments.demo_runs import resolved_config
+
+    out = []
+    for row in cell.runs:
+        recipe = winner(proto) if row.recipe == WINNER else row.recipe
+        for i, seed in enumerate(row.seeds):
+            cs = row.composer_seeds[i % len(row.composer_seeds)]
+            ov = [*proto.recipes[recipe], f"lopd.composer_seed={cs}", *row.overrides]
+            # checkpoints every 5 steps, so that a killed run resumes (a diagnostic run keeps every 10th)
+            ov += ["checkpoint.every_steps=10", "checkpoint.keep=11"] if row.diagnostic else \
+                ["checkpoint.every_steps=5", "checkpoint.keep=1"]
+            cfg = recipe_config(proto, recipe, ROOT / "runs" / "ablation" / recipe, row.generations)
+            demo = {k: v for k, v in asdict(cfg).items() if k not in ("out", "jobs", "threads", "progress", "seeds")}
+            train = resolved_config(["learner=lopd", f"seed={seed}", *ov])
+            for k in ("bank", "model"):
+                train.pop(k, None)  # filled in by the pipeline from the base and bank the demo settings name
+            train.get("lopd", {}).pop("composer_init", None)
+            settings = json.loads(json.dumps({"demo": demo, "train": train}, default=str))
+            key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+            out.append({"cell": cell.name, "label": row.label, "recipe": recipe, "seed": seed,
+                        "composer_seed": cs, "overrides": ov, "cfg": cfg, "key": key, "settings": settings,
+                        "spec": RunSpec(f"{row.label}-cs{cs}", "lopd", ov)})
+    return out
+
+
+def winner(proto: AblationProtocol) -> str:
+    """The recipe whose ``<recipe>-learned`` row of the first cell has the best mean validation AUC over its
+    seeds (mean reward over the validation points after 0), from the committed results."""
+    from benchmarks.ablation_table import cell_results, val_auc
+
+    first = proto.cells[0]
+    res = cell_results(RESULTS / first.name)
+    scores = {}
+    for r in proto.recipes:
+        runs = [x for x in res if x["label"] == f"{r}-learned"]
+        want = next((len(row.seeds) for row in first.runs if row.label == f"{r}-learned"), 0)
+        if not runs or len(runs) < want:
+            raise ValueError(f"the winning recipe is read from cell {first.name}: run it first "
+                             f"({len(runs)} of {want} {r}-learned results)")
+        scores[r] = sum(val_auc(x) for x in runs) / len(runs)
+    return max(scores, key=scores.get)
+
+
+def result_path(job: dict[str, Any]) -> Path:
+    return RESULTS / job["cell"] / f"{job['label']}-s{job['seed']}.json"
+
+
+def is_done(job: dict[str, Any]) -> bool:
+    """Whether the committed result of ``job`` trained the same run: its recorded settings agree with the
+    job's on every key they hold (a setting added to the code since, absent from the record, does not
+    retrain; a changed value does)."""
+    from harness.experiments.demo_runs import _flat
+
+    path = result_path(job)
+    if not path.is_file():
+        return False
+    saved = json.loads(path.read_text())
+    if saved.get("version") != RESULT_VERSION:
+        return False
+    old, new = _flat(saved.get("settings") or {}), _flat(job["settings"])
+    return bool(old) and all(k in new and new[k] == v for k, v in old.items())
+
+
+def plan_text(proto: AblationProtocol, cells: list[Cell]) -> str:
+    lines, total = [], 0.0
+    for cell in cells:
+        try:
+            jobs = jobs_of(proto, cell)
+        except ValueError as e:  # a later cell whose recipe is not chosen yet
+            lines.append(f"{cell.name}: not planned yet: {e}")
+            continue
+        todo = [j for j in jobs if not is_done(j)]
+        gens = sum(j["cfg"].generations for j in todo)
+        cpu = gens / 1000 * proto.cpu_minutes_per_1000 / 60
+        total += cpu
+        lines.append(f"{cell.name}: {len(jobs)} runs, {len(jobs) - len(todo)} done, {len(todo)} to train "
+                     f"({gens:,} generations, ~{cpu:.1f} CPU-h) - {cell.description}")
+        lines += [f"  {'done' if is_done(j) else 'todo'} {j['label']} seed {j['seed']} "
+                  f"cold start {j['composer_seed']} ({j['cfg'].generations} gens) key {j['key']}" for j in jobs]
+    lines.append(f"total to train: ~{total:.1f} CPU-h (+ cold starts and evaluations); at 2 runs at a time "
+                 f"~{total / 2:.1f} h of wall time")
+    return "\n".join(lines)
+
+
+def test_rewards(run_dir: Path, cfg: DemoConfig) -> dict[str, float]:
+    """The final student's greedy reward on each of the first ``eval_tasks`` test tasks."""
+    from harness.evaluation.evaluate import EvalRunConfig, run_eval
+    from harness.training.checkpoint import latest_checkpoint
+
+    spec = json.loads((run_dir / "demo_spec.json").read_text())["spec"]["config"]
+    ckpt = latest_checkpoint(run_dir)
+    if ckpt is None:
+        raise RuntimeError(f"{run_dir}: no checkpoint to evaluate")
+    kwargs = dict(spec["env"]["kwargs"])
+    out = run_dir / "test_eval"
+    ecfg = EvalRunConfig(envs=[spec["env"]["id"]], model=str(ckpt / "student"), out=str(out), split="eval",
+                         limit=cfg.eval_tasks, temperature=0.0, max_new_tokens=cfg.max_new_tokens,
+                         max_turns=cfg.max_turns, env_kwargs={spec["env"]["id"]: kwargs}, seed=0)
+    run_eval(ecfg)
+    from envs.trace import iter_records
+
+    return {str(r["task_id"]): float(r["reward"]) for _, r in iter_records(out / "traces.jsonl", on_error="skip")}
+
+
+def diagnostics(run_dir: Path) -> list[dict[str, float]]:
+    from harness.metrics import read_metrics
+
+    rows = []
+    for r in read_metrics(run_dir / "metrics.jsonl"):
+        if "step" in r and any(k.startswith("train/") for k in r):
+            rows.append({"step": r["step"], "generations": r.get("generations"),
+                         **{k: r[f"train/{k}"] for k in DIAGNOSTICS if f"train/{k}" in r}})
+    return rows
+
+
+def write_result(job: dict[str, Any], run: dict[str, Any], commit: bool) -> Path:
+    from harness.stats.bootstrap import task_rewards
+
+    run_dir = Path(run["run_dir"])
+    test = test_rewards(run_dir, job["cfg"])
+    res = {"version": RESULT_VERSION, "key": job["key"], "settings": job["settings"], "cell": job["cell"],
+           "label": job["label"],
+           "recipe": job["recipe"], "seed": job["seed"], "composer_seed": job["composer_seed"],
+           "overrides": job["overrides"], "generations": job["cfg"].generations,
+           "val": {str(g): t for g, t in task_rewards(run_dir / "traces.jsonl").items()},
+           "test": test, "test_mean": sum(test.values()) / max(len(test), 1),
+           "diagnostics": diagnostics(run_dir), "summary": run.get("summary", {}),
+           "commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                                    text=True).stdout.strip(),
+           "finished_at": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+    path = result_path(job)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
+    if commit:
+        rel = str(path.relative_to(ROOT))  # --commit needs the result folder inside the repository
+        subprocess.run(["git", "add", "--", rel], cwd=ROOT, check=True)
+        subprocess.run(["git", "commit", "-q", "-m", f"ablation: {job['cell']} {job['label']} seed {job['seed']}",
+                        "--", rel], cwd=ROOT, check=True)
+    return path
+
+
+def run_cell(proto: AblationProtocol, cell: Cell, commit: bool) -> None:
+    """Train every missing run of ``cell`` (per recipe and budget, through the demo pipeline, 2 at a time),
+    then evaluate each on the test tasks and write its result."""
+    from harness.experiments.demo import run_pipeline
+
+    todo = [j for j in jobs_of(proto, cell) if not is_done(j)]
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for j in todo:
+        groups.setdefault((j["recipe"], j["cfg"].generations), []).append(j)
+    for (recipe, gens), jobs in groups.items():
+        cfg = jobs[0]["cfg"]
+        # one pipeline call per seed list, so each spec trains exactly its own seeds
+        by_seed: dict[int, list[dict[str, Any]]] = {}
+        for j in jobs:
+            by_seed.setdefault(j["seed"], []).append(j)
+        batches: dict[tuple[int, ...], list[dict[str, Any]]] = {}
+        for seed, js in by_seed.items():
+            batches.setdefault(tuple(sorted(j["spec"].label for j in js)), []).extend(js)
+        for labels, js in batches.items():
+            seeds = sorted({j["seed"] for j in js})
+            specs = list({j["spec"].label: j["spec"] for j in js}.values())
+            print(f"[ablation] {cell.name}/{recipe}: {', '.join(labels)} on seeds {seeds} ({gens} generations)",
+                  flush=True)
+            rep = run_pipeline(copy_config(cfg, seeds=seeds), specs)
+            runs = {(r["label"], r["seed"]): r for r in rep["runs"]}
+            for j in js:
+                path = write_result(j, runs[(j["spec"].label, j["seed"])], commit)
+                print(f"[ablation] wrote {path}", flush=True)
+
+
+def use_results(folder: Path) -> None:
+    """Read and write results in ``folder`` instead (a smoke run's, a scratch copy)."""
+    global RESULTS
+    RESULTS = folder.resolve()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--protocol", default=str(ROOT / "benchmarks" / "protocols" / "ablation.yaml"))
+    ap.add_argument("--cell", action="append", default=[], help="a cell to run (repeatable); default: --plan")
+    ap.add_argument("--plan", action="store_true", help="print every run and the estimate, train nothing")
+    ap.add_argument("--table", action="store_true",
+                    help="print the table from the committed result files and plot each cell's diagnostics")
+    ap.add_argument("--commit", action="store_true", help="git-commit each result file as soon as it is written")
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="protocol overrides")
+    ap.add_argument("--results", help="the result folder (default: benchmarks/results/ablation, committed)")
+    args = ap.parse_args(argv)
+    if args.results:
+        use_results(Path(args.results))
+    proto = load(Path(args.protocol), args.set)
+    names = {c.name: c for c in proto.cells}
+    unknown = [c for c in args.cell if c not in names]
+    if unknown:
+        ap.error(f"unknown cell(s) {unknown}; known: {list(names)}")
+    if args.table:
+        from benchmarks.ablation_table import plot_diagnostics, table_markdown
+
+        print(table_markdown(proto, RESULTS))
+        for cell in proto.cells:
+            png = plot_diagnostics(RESULTS / cell.name, RESULTS / cell.name / "diagnostics.png")
+            if png:
+                print(f"plot: {png}")
+        return 0
+    cells = [names[c] for c in args.cell] or proto.cells
+    print(plan_text(proto, cells), flush=True)
+    if args.plan or not args.cell:
+        return 0
+    for cell in cells:
+        run_cell(proto, cell, args.commit)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

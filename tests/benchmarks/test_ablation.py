@@ -1,0 +1,76 @@
+"""benchmarks/ablation.py: runs named by their settings, resumable from result files, the winner, the table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import benchmarks.ablation as ab
+from benchmarks.ablation_table import plot_diagnostics, row_stats, table_markdown
+
+ROOT = Path(__file__).resolve().parents[2]
+PROTO = ROOT / "benchmarks" / "protocols" / "ablation.yaml"
+
+
+@pytest.fixture
+def proto(tmp_path, monkeypatch):
+    monkeypatch.setattr(ab, "RESULTS", tmp_path)
+    return ab.load(PROTO, [])
+
+
+def _write(job, test, val, diag=()):
+    path = ab.result_path(job)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"version": ab.RESULT_VERSION, "settings": job["settings"], "label": job["label"],
+                                "seed": job["seed"], "composer_seed": job["composer_seed"], "test": test,
+                                "val": val, "diagnostics": list(diag)}))
+
+
+def test_cell_one_pairs_seeds_with_two_cold_starts_and_names_runs_by_settings(proto):
+    jobs = ab.jobs_of(proto, proto.cells[0])
+    learned = [j for j in jobs if j["label"] == "paper-learned"]
+    assert [(j["seed"], j["composer_seed"]) for j in learned] == [(1, 0), (2, 1), (3, 0)]
+    frozen = [j for j in jobs if j["label"] == "paper-frozen"]
+    assert {j["key"] for j in learned}.isdisjoint(j["key"] for j in frozen)
+    assert [j["key"] for j in ab.jobs_of(proto, proto.cells[0])] == [j["key"] for j in jobs]  # stable
+    assert all("run_dir" not in j["settings"]["train"] for j in jobs)  # no folder in a run's name
+    assert {j["cfg"].generations for j in jobs} == {1600, 3200}
+
+
+def test_a_result_is_reused_unless_a_recorded_setting_changed(proto):
+    job = ab.jobs_of(proto, proto.cells[0])[0]
+    assert not ab.is_done(job)
+    _write(job, {"t": 1.0}, {"0": {"t": 0.0}})
+    assert ab.is_done(job)
+    newer = {**job, "settings": {**job["settings"], "train": {**job["settings"]["train"], "new_field": 1}}}
+    assert ab.is_done(newer)  # a setting added to the code since: same run
+    changed = json.loads(json.dumps(job["settings"]))
+    changed["train"]["optim"]["lr"] = 0.5
+    assert not ab.is_done({**job, "settings": changed})
+
+
+def test_the_later_cells_wait_for_cell_one_then_take_the_recipe_that_wins_on_validation(proto):
+    with pytest.raises(ValueError, match="run it first"):
+        ab.jobs_of(proto, proto.cells[1])
+    for j in ab.jobs_of(proto, proto.cells[0]):
+        if j["label"].endswith("-learned"):
+            good = j["recipe"] == "authors"
+            _write(j, {"t": 1.0}, {"0": {"t": 0.0}, "320": {"t": 0.9 if good else 0.4}})
+    assert ab.winner(proto) == "authors"
+    assert {j["recipe"] for j in ab.jobs_of(proto, proto.cells[1])} == {"authors"}
+
+
+def test_the_table_reports_each_rows_mean_and_interval_and_says_what_is_missing(proto, tmp_path):
+    jobs = [j for j in ab.jobs_of(proto, proto.cells[0]) if j["label"] == "paper-frozen"]
+    tests = [{"a": 1.0, "b": 0.0}, {"a": 1.0, "b": 1.0}, {"a": 0.0, "b": 0.0}]
+    for j, t in zip(jobs, tests):
+        _write(j, t, {"0": {"a": 0.0}, "320": {"a": 0.5}},
+               [{"step": 1, "composer/beta": 0.0}, {"step": 2, "composer/beta": 0.025}])
+    s = row_stats([json.loads(ab.result_path(j).read_text()) for j in jobs])
+    assert s["mean"] == pytest.approx(0.5) and s["lo"] <= 0.5 <= s["hi"] and s["cold_starts"] == [0, 1]
+    md = table_markdown(proto, tmp_path)
+    assert "| paper-frozen | 0.500 [" in md and "| paper-learned | 0 of 3 runs done |" in md and "0.573" in md
+    png = plot_diagnostics(tmp_path / "learned_vs_frozen", tmp_path / "d.png")
+    assert png is not None and png.stat().st_size > 10_000

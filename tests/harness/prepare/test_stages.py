@@ -1,0 +1,57 @@
+"""The stages' settings that give the authors' bank and cold start (issue #31), and their cache keys."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from harness.prepare.stages import StageConfig, _key, bank_config, bank_key
+
+
+def _base(tmp_path):
+    return SimpleNamespace(config=SimpleNamespace(reference_result_chars=60), path=str(tmp_path))
+
+
+def test_the_bank_takes_the_stage_settings_and_a_chat_template_reads_the_base(tmp_path):
+    plain = bank_config(_base(tmp_path), StageConfig())
+    assert (plain.observation_chars, plain.min_reward, plain.render, plain.template_tokenizer, plain.embed_text) \
+        == (60, 1.0, "lite", None, "task_trajectory")
+    authors = bank_config(_base(tmp_path), StageConfig(bank_min_reward=0.0, bank_render="chat_template",
+                                                       bank_embed_text="task"))
+    assert (authors.min_reward, authors.render, authors.template_tokenizer, authors.embed_text) \
+        == (0.0, "chat_template", str(tmp_path), "task")
+
+
+def test_the_default_bank_key_is_the_one_from_before_and_each_setting_changes_it():
+    """Caches built before these settings existed stay valid; any of them set to another value is another bank."""
+    cfg, info = StageConfig(), {"key": "base-key"}
+    old = _key("bank", "base-key", cfg.bank_tasks, cfg.bank_temperature, cfg.min_bank, cfg.embedder,
+               cfg.max_new_tokens, cfg.max_turns)
+    assert bank_key(cfg, info) == old
+    keys = {bank_key(StageConfig(**kw), info) for kw in
+            ({"bank_min_reward": 0.0}, {"bank_render": "chat_template"}, {"bank_embed_text": "task"})}
+    assert len(keys) == 3 and old not in keys
+
+
+def test_a_changed_cold_start_recipe_never_reuses_a_cached_composer(tmp_path):
+    """The cold start's cache key covers the composer, its training settings, the framing and the data."""
+    from pathlib import Path
+
+    from harness.config import load_config
+    from harness.prepare.stages import coldstart_key
+    from harness.training.train_config import TrainConfig
+
+    root = Path(__file__).resolve().parents[3]
+    cfg, bank, traces = StageConfig(), tmp_path / "bank-abc", [tmp_path / "t.jsonl"]
+
+    def key(*ov):
+        return coldstart_key(cfg, load_config(TrainConfig, root / "harness" / "configs" / "lopd.yaml", list(ov)),
+                             bank, traces)
+
+    base = key()
+    changed = [key(o) for o in ("lopd.composer.qformer.master_weights=false", "lopd.composer.qformer.dtype=bfloat16",
+                                "lopd.coldstart.separate_optimizers=true", "lopd.coldstart.qformer_grad_clip=30",
+                                "lopd.coldstart.min_reward=0.0", "lopd.framing=authors", "lopd.composer_seed=1",
+                                "lopd.allow_self_retrieval=true")]
+    assert base == key("seed=7") and len({base, *changed}) == len(changed) + 1  # the run's seed is not in it
+    assert coldstart_key(cfg, load_config(TrainConfig, root / "harness" / "configs" / "lopd.yaml"),
+                         tmp_path / "bank-def", traces) != base
