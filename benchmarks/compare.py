@@ -79,7 +79,7 @@ def every_stage(args: argparse.Namespace) -> str:
                        *(["--set", *args.set] if args.set else [])])
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--protocol", default=str(ROOT / "benchmarks" / "protocols" / "equal_data.yaml"),
                     help="protocol YAML (harness.experiments.comparison.Protocol)")
@@ -89,6 +89,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                     help="protocol overrides, e.g. demo.jobs=1 seeds=[1,2] demo.generations=320")
     ap.add_argument("--dry-run", action="store_true", help="list the runs and the episode counts, train nothing")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = build_parser()
     args = ap.parse_args(argv)
     try:
         proto = load_protocol(args.protocol, args.set)

@@ -120,11 +120,25 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None) -> An
     """Mark a function or method as a tool and attach its OpenAI schema as ``.schema``."""
 
     def mark(f: Callable[..., Any]) -> Callable[..., Any]:
+        _check_documented(f, name or f.__name__)
         f.schema = function_schema(f, name)  # type: ignore[attr-defined]
         f.__tool_name__ = name or f.__name__  # type: ignore[attr-defined]
         return f
 
     return mark(fn) if fn is not None else mark
+
+
+def _check_documented(fn: Callable[..., Any], name: str) -> None:
+    """A tool the model sees must say what it does and what each argument is: without a docstring its
+    description is empty, without an annotation an argument's schema is ``{}`` (anything goes)."""
+    if not parse_docstring(fn.__doc__)[0]:
+        raise TypeError(f"@tool {name}: no docstring; its first lines are the description the model sees")
+    untyped = [p.name for p in inspect.signature(fn).parameters.values()
+               if p.name not in ("self", "cls") and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+               and p.annotation is p.empty]
+    if untyped:
+        raise TypeError(f"@tool {name}: parameter(s) {', '.join(untyped)} have no type annotation; "
+                        "annotate them (e.g. `city: str`) so the schema says what to pass")
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from envs.trace import Episode, Step
+from harness.config import PosInt
 from harness.engines.base import EmbedOverride, Engine, EngineError, SamplingParams, row_seed
 
 _MARK = "\u2063LOPD_ASSISTANT_TURN\u2063"  # a string no template alters, to cut the observation delta
@@ -40,9 +41,9 @@ _MARK = "\u2063LOPD_ASSISTANT_TURN\u2063"  # a string no template alters, to cut
 class RolloutConfig:
     """Limits and template options of a rollout."""
 
-    max_turns: int = 30
+    max_turns: PosInt = 30
     """Most assistant turns per episode (the env's own max_steps usually ends it first)."""
-    max_context_tokens: int = 32768
+    max_context_tokens: PosInt = 32768
     """An episode whose next turn could exceed this many tokens is truncated."""
     template_kwargs: dict[str, Any] = field(default_factory=dict)
     """Extra chat-template variables, e.g. {"enable_thinking": False} for Qwen3."""

@@ -21,6 +21,7 @@ without weights (rounded to 3) and combines them as
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -233,3 +234,38 @@ def summary(scores: dict[str, CategoryScore]) -> dict[str, float]:
         3,
     )
     return out
+
+
+def summary_parts() -> dict[str, tuple[str, ...]]:
+    """The categories each key of :func:`summary` averages (a key none of whose categories ran is
+    upstream's 0, not a score)."""
+    atoms = tuple(c for c in NORMAL_CATEGORIES if "atom" in c)
+    parts: dict[str, tuple[str, ...]] = {c.removeprefix("normal_atom_"): (c,) for c in atoms}
+    parts["atom"] = atoms
+    for c in NORMAL_CATEGORIES:
+        if c not in atoms:
+            parts[c.removeprefix("normal_")] = (c,)
+    parts["single_turn"] = tuple(c for c in NORMAL_CATEGORIES if "single_turn" in c)
+    parts["multi_turn"] = tuple(c for c in NORMAL_CATEGORIES if "multi_turn" in c)
+    parts["normal_summary"] = NORMAL_CATEGORIES
+    parts.update({c.removeprefix("special_"): (c,) for c in SPECIAL_CATEGORIES})
+    parts["special_summary"] = SPECIAL_CATEGORIES
+    for c in AGENT_CATEGORIES:
+        parts[c] = parts[c + "_process"] = (c,)
+    parts["agent_summary"] = AGENT_CATEGORIES
+    parts["summary"] = NORMAL_CATEGORIES + SPECIAL_CATEGORIES + AGENT_CATEGORIES
+    return parts
+
+
+def format_summary(values: dict[str, Any], ran: set[str] | list[str], digits: int = 3) -> str:
+    """``key  value`` lines of :func:`summary`'s numbers for the keys whose categories ``ran`` (any of
+    them; the rest count 0 in the totals, as upstream), then one line naming the keys not run."""
+    parts = summary_parts()
+    shown = [k for k in values if k in parts and set(parts[k]) & set(ran)]
+    width = max([len(k) for k in shown] + [1])
+    lines = [f"{k:<{width}}  {values[k]:.{digits}f}" for k in shown]
+    not_run = [k for k in values if k in parts and k not in shown]
+    if not_run:
+        lines += textwrap.wrap(f"not run (0 in the totals, as upstream): {', '.join(not_run)}", 100,
+                               subsequent_indent="  ")
+    return "\n".join(lines)

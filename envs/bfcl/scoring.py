@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from envs.bfcl.ast_checker import Verdict, check_ast
-from envs.bfcl.data import CATEGORIES, LIVE, MULTI_TURN, Entry
+from envs.bfcl.data import CATEGORIES, LIVE, MULTI_TURN, NON_LIVE, Entry
 from envs.bfcl.decode import DecodeError, is_empty_output, is_function_calling_format, try_decode_ast
 from envs.bfcl.multi_turn import DEFAULT_MODEL_NAME, score_multi_turn_result
 
@@ -130,18 +130,27 @@ def summarize(counts: dict[str, tuple[int, int]], dataset_sizes: dict[str, int] 
     }
 
 
+AGGREGATE_PARTS: dict[str, list[str]] = {
+    "overall": CATEGORIES, "non_live": NON_LIVE, "non_live_ast": NON_LIVE[:-1],
+    "non_live_simple": NON_LIVE[:3], "live": LIVE, "live_ast": LIVE[:4], "multi_turn": MULTI_TURN,
+    "irrelevance": ["irrelevance", "live_irrelevance"],
+}
+"""The categories each aggregate of :func:`summarize` covers (an aggregate of none scored is N/A)."""
+
+
 def format_summary(summary: dict[str, Any]) -> str:
-    """The official summary table as text (percentages, N/A for categories not scored)."""
+    """The official summary table as text (percentages; N/A for a category not scored, and for an
+    aggregate none of whose categories was: its number is upstream's 0, not a measurement)."""
     cat = summary["categories"]
 
     def pct(v: float) -> str:
         return f"{100 * v:.2f}%"
 
-    rows: list[tuple[str, float | None, str | None]] = [
-        ("Overall Acc", summary["overall"], None),
-        ("Non-Live Overall Acc", summary["non_live"], None),
-        ("  Non-Live AST Summary", summary["non_live_ast"], None),
-        ("  Non-Live Simple AST", summary["non_live_simple"], None),
+    rows: list[tuple[str, str | None, str | None]] = [  # (label, aggregate, category)
+        ("Overall Acc", "overall", None),
+        ("Non-Live Overall Acc", "non_live", None),
+        ("  Non-Live AST Summary", "non_live_ast", None),
+        ("  Non-Live Simple AST", "non_live_simple", None),
         ("    Python Simple AST", None, "simple"),
         ("    Java Simple AST", None, "java"),
         ("    JavaScript Simple AST", None, "javascript"),
@@ -149,27 +158,28 @@ def format_summary(summary: dict[str, Any]) -> str:
         ("  Non-Live Parallel AST", None, "parallel"),
         ("  Non-Live Parallel Multiple AST", None, "parallel_multiple"),
         ("  Non-Live Irrelevance Detection", None, "irrelevance"),
-        ("Live Overall Acc", summary["live"], None),
-        ("  Live AST Summary", summary["live_ast"], None),
+        ("Live Overall Acc", "live", None),
+        ("  Live AST Summary", "live_ast", None),
         ("  Live Simple AST", None, "live_simple"),
         ("  Live Multiple AST", None, "live_multiple"),
         ("  Live Parallel AST", None, "live_parallel"),
         ("  Live Parallel Multiple AST", None, "live_parallel_multiple"),
         ("  Live Irrelevance Detection", None, "live_irrelevance"),
         ("  Live Relevance Detection", None, "live_relevance"),
-        ("Multi Turn Overall Acc", summary["multi_turn"], None),
+        ("Multi Turn Overall Acc", "multi_turn", None),
         ("  Multi Turn Base", None, "multi_turn_base"),
         ("  Multi Turn Miss Func", None, "multi_turn_miss_func"),
         ("  Multi Turn Miss Param", None, "multi_turn_miss_param"),
         ("  Multi Turn Long Context", None, "multi_turn_long_context"),
         ("Relevance Detection", None, "live_relevance"),
-        ("Irrelevance Detection", summary["irrelevance"], None),
+        ("Irrelevance Detection", "irrelevance", None),
     ]
     width = max(len(r[0]) for r in rows)
     lines = [f"{'BFCL-v3':<{width}}  {'score':>8}  correct/total"]
-    for label, value, name in rows:
-        if name is None:
-            lines.append(f"{label:<{width}}  {pct(value or 0.0):>8}")
+    for label, key, name in rows:
+        if key is not None:
+            scored = any(cat[c]["scored"] for c in AGGREGATE_PARTS[key])
+            lines.append(f"{label:<{width}}  {pct(summary[key] or 0.0) if scored else 'N/A':>8}")
             continue
         info = cat[name]
         shown = pct(info["accuracy"]) if info["scored"] else "N/A"

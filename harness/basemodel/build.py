@@ -41,7 +41,7 @@ from envs.micro.expert import noisy_expert
 from envs.micro.sft import referenced_trajectory
 from envs.micro.world import cache_root, fingerprint
 from harness.atomic_dir import build_dir
-from harness.basemodel.config import BASE_VERSION, BaseModelConfig, as_config, make_env, plain_config
+from harness.basemodel.config import BASE_VERSION, BaseModelConfig, as_config, env_kwargs, make_env, plain_config
 from harness.basemodel.corpus import (
     Words,
     build_base_tokenizer,
@@ -56,6 +56,7 @@ from harness.basemodel.pin import copy_pinned, stale_reason
 from harness.basemodel.pretrain import Example, PretrainResult, encode_conversation, pretrain
 from harness.basemodel.references import reference_framing
 from harness.models import pinned
+from harness.models.defaults import ModelDefaults, ModelEnv, write_model_defaults
 
 
 BASE_SOURCES = (
@@ -185,7 +186,18 @@ def build_base(cfg: BaseModelConfig, out_dir: str | os.PathLike, *, progress: bo
         "torch_threads": torch.get_num_threads(), "built_at": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     (out / "base_info.json").write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+    write_model_defaults(out, base_defaults(cfg, model.config.max_position_embeddings))
     return info
+
+
+def base_defaults(cfg: BaseModelConfig, context: int) -> ModelDefaults:
+    """What the base of ``cfg`` was trained to play (its ``lopd_defaults.json``): its world and prompt, and
+    the turn length and count it was measured with (:class:`~harness.basemodel.measure.EvalConfig`)."""
+    from harness.basemodel.measure import EvalConfig
+
+    ec = EvalConfig()
+    return ModelDefaults(env=ModelEnv("lopd/micro-v0", env_kwargs(cfg)), max_new_tokens=ec.max_new_tokens,
+                         max_turns=ec.max_turns, max_context_tokens=context)
 
 
 def _fit_base(model: Any, tok: Any, keys: tuple[str, ...], examples: list[Example], cfg: BaseModelConfig,

@@ -8,35 +8,39 @@ from typing import Any
 
 from harness.basemodel.config import BaseModelConfig, as_config, make_env
 from harness.basemodel.references import good_reference, referenced_prompts
+from harness.config import NonNegFloat, NonNegInt, PosInt, Probability, check_fields
 
 
 @dataclass
 class EvalConfig:
     """How the base is measured."""
 
-    n_tasks: int = 120
+    n_tasks: NonNegInt = 120
     """Eval tasks (the first n of the eval split; 0 or more than exist: all)."""
-    samples: int = 1
+    samples: PosInt = 1
     """Episodes per task and condition."""
-    temperature: float = 0.7
+    temperature: NonNegFloat = 0.7
     """Sampling temperature; the defaults here are the learners' rollout sampling (TrainConfig.sampling),
     so the numbers are the policy as RL samples it."""
-    top_p: float = 0.95
+    top_p: Probability = 0.95
     """Nucleus sampling mass."""
     top_k: int = 20
     """Top-k cut (-1: off, as in SamplingParams)."""
-    max_new_tokens: int = 96
+    max_new_tokens: PosInt = 96
     """Tokens per assistant turn."""
-    max_turns: int = 8
+    max_turns: PosInt = 8
     """Assistant turns per episode (every procedure ends within 6)."""
-    batch_size: int = 64
+    batch_size: PosInt = 64
     """Episodes played together through the engine."""
     seed: int = 0
     """Sampling and reference-choice seed."""
-    threads: int = 1
+    threads: NonNegInt = 1
     """torch intra-op threads while rolling out (0: leave torch's setting); see PretrainConfig.threads."""
     progress: bool = True
     """Show a tqdm bar."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # lopd pretrain builds one from its flags
 
 
 

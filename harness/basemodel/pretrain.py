@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from harness.config import Fraction, NonNegFloat, NonNegInt, PosFloat, PosInt
 from harness.rollout import observation_messages, render_observation, render_prompt
 
 
@@ -32,34 +33,34 @@ from harness.rollout import observation_messages, render_observation, render_pro
 class PretrainConfig:
     """How the supervised fit runs."""
 
-    epochs: float = 2.0
+    epochs: PosFloat = 2.0
     """Passes over the examples (fractions allowed: the last pass stops early)."""
-    batch_tokens: int = 8192
+    batch_tokens: PosInt = 8192
     """Most padded tokens in one batch (batch size x longest sequence)."""
-    max_batch_size: int = 32
+    max_batch_size: PosInt = 32
     """Most sequences in one batch."""
-    lr: float = 3e-3
+    lr: PosFloat = 3e-3
     """Peak AdamW learning rate."""
-    min_lr_ratio: float = 0.1
+    min_lr_ratio: Fraction = 0.1
     """Cosine decay ends at lr x this."""
-    warmup_steps: int = 20
+    warmup_steps: NonNegInt = 20
     """Linear warm-up steps."""
-    weight_decay: float = 0.01
+    weight_decay: NonNegFloat = 0.01
     """AdamW weight decay (not on norms and biases)."""
     betas: tuple[float, float] = (0.9, 0.98)
     """AdamW betas."""
     grad_clip: float = 1.0
     """Global gradient-norm clip (<= 0: off)."""
-    context_weight: float = 0.0
+    context_weight: NonNegFloat = 0.0
     """Weight of the next-token loss on the other (prompt, tool result) tokens, added to the assistant
     loss as ``assistant_ce + context_weight * context_ce``. 0 is the plain assistant-only fit; a small
     weight gives the model many more copy targets (names and ids repeat across results), which is
     what teaches a tiny model to copy unseen names and ids quickly."""
-    max_len: int = 2048
+    max_len: PosInt = 2048
     """Longer examples are dropped (counted in the result), never cut mid-turn."""
     seed: int = 0
     """Seeds the batch order and torch's RNG during the fit."""
-    threads: int = 1
+    threads: NonNegInt = 1
     """torch intra-op threads for the fit (0: leave torch's setting). One is the default: a tiny model
     gains little from a second thread, and on a shared, loaded CPU two threads spin-wait and run
     up to 20x slower."""

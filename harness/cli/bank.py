@@ -82,14 +82,16 @@ def _report(report) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from harness.config import load_config
+    from harness.config import check_input_files, check_output, load_config
     from lopd.bank import BankConfig, ExperienceBank
     from lopd.bank.store import is_bank
 
+    cfg = load_config(BankConfig, args.config, args.set)  # settings, then paths: all before any work
+    check_input_files(args.traces, "--traces")
+    check_output(args.out, "--out", folder=True)
     if is_bank(args.out) and not args.force:
         print(f"lopd bank build: {args.out} already holds a bank; use `lopd bank add` or --force", file=sys.stderr)
         return 2
-    cfg = load_config(BankConfig, args.config, args.set)
     bank = ExperienceBank.build(args.traces, cfg)
     _report(bank.last_report)
     version = bank.save(args.out)
@@ -100,6 +102,9 @@ def _build(args: argparse.Namespace) -> int:
 def _add(args: argparse.Namespace) -> int:
     from lopd.bank import ExperienceBank
 
+    from harness.config import check_input_files
+
+    check_input_files(args.traces, "--traces")
     bank = ExperienceBank.load(args.dir, **_runtime(args.set))
     before = len(bank)
     report = bank.add_traces(args.traces)

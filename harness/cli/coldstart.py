@@ -30,11 +30,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from harness.training.coldstart import run_coldstart
-    from harness.config import config_and_overrides, load_config
-    from harness.training.train_config import TrainConfig
+    from harness.config import check_input_files, check_output, config_and_overrides
+    from harness.training.train_config import load_train_config
 
     path, overrides = config_and_overrides(args.config, args.overrides)
-    out = run_coldstart(load_config(TrainConfig, path, overrides), args.traces, args.out)
+    # `--traces a.jsonl lopd.coldstart.steps=200`: nargs="+" takes the override too; a KEY=VALUE that
+    # names no file is one (the rule config_and_overrides applies to CONFIG)
+    given = [(t, "=" in t and not Path(t).exists()) for t in args.traces]
+    traces, overrides = [t for t, ov in given if not ov], overrides + [t for t, ov in given if ov]
+    if not traces:
+        raise ValueError("--traces names no file")
+    check_input_files(traces, "--traces")
+    if args.out:
+        check_output(args.out, "--out", folder=False)
+    out = run_coldstart(load_train_config(path, overrides), traces, args.out)  # as lopd train resolves it
     print(f"wrote {out}; train with lopd.composer_init={out}")
     return 0

@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import time
 
-    from harness.config import load_config
+    from harness.config import check_output, load_config
     from harness.experiments.demo import DemoConfig, RunSpec, run_pipeline
     from harness.experiments.demo_report import format_report, live_caveat, plot_curves, shipped_summary
 
@@ -42,6 +42,11 @@ def run(args: argparse.Namespace) -> int:
     if args.seeds:
         ov.append(f"seeds={list(args.seeds)}")
     cfg = load_config(DemoConfig, args.config, ov)
+    check_output(cfg.out, "--out", folder=True)
+    from harness.training.trainer import example_config
+
+    for name in args.learners:  # each starts from its packaged config: a typo fails now, not after the bank
+        example_config(name)
     t0 = time.perf_counter()
     report = run_pipeline(cfg, [RunSpec(name, name) for name in args.learners])
     from pathlib import Path

@@ -1,6 +1,7 @@
 """``lopd export RUN --out DIR``: the trained student as a plain HF model directory.
 
-Only the student leaves: no experience bank, composer, teacher or optimiser state. The result
+Only the student leaves: no experience bank, composer, teacher or optimiser state; the run's env and
+turn limits go with it as ``lopd_defaults.json`` (:mod:`harness.models.defaults`). The result
 loads with ``transformers.AutoModelForCausalLM.from_pretrained(DIR)`` and its tokenizer with
 ``AutoTokenizer.from_pretrained(DIR)``::
 
@@ -11,6 +12,7 @@ loads with ``transformers.AutoModelForCausalLM.from_pretrained(DIR)`` and its to
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,8 +25,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def export_student(run: str, out: str, *, force: bool = False) -> str:
     """Copy the student of ``run``'s newest checkpoint (or of checkpoint ``run``) into ``out``."""
-    from pathlib import Path
-
     from harness.training.checkpoint import latest_checkpoint
     from harness.models import load_model, save_pretrained
 
@@ -36,7 +36,22 @@ def export_student(run: str, out: str, *, force: bool = False) -> str:
         raise ValueError(f"{dest} is not empty; pass --force to write into it")
     model, tok = load_model(ck / "student")  # through from_pretrained: what is written reloads the same way
     save_pretrained(model, tok, dest)
+    _write_run_defaults(ck.parent.parent / "config.yaml", dest)
     return str(ck)
+
+
+def _write_run_defaults(config: Path, dest: Path) -> None:
+    """The run's env and turn limits as the folder's lopd_defaults.json, so ``lopd eval`` plays it as trained."""
+    from harness.config import load_config
+    from harness.models.defaults import ModelDefaults, ModelEnv, write_model_defaults
+    from harness.training.train_config import TrainConfig
+
+    if not config.is_file():
+        return
+    cfg = load_config(TrainConfig, config)
+    env_id = cfg.env.id.rpartition(":")[2]  # mypkg:lopd/x-v0 -> the id eval reports
+    write_model_defaults(dest, ModelDefaults(ModelEnv(env_id, dict(cfg.env.kwargs)), cfg.sampling.max_new_tokens,
+                                             cfg.rollout.max_turns, cfg.rollout.max_context_tokens))
 
 
 def run(args: argparse.Namespace) -> int:

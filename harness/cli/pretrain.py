@@ -16,15 +16,22 @@ from __future__ import annotations
 import argparse
 
 
+def _flag(name: str):
+    """A flag read and range-checked as field ``name`` of the measurement's EvalConfig (one rule for both)."""
+    from harness.config import arg_type
+
+    return arg_type("harness.basemodel.measure:EvalConfig", name)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("pretrain", help="build or load the micro world's base model and measure its gap")
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
                    help="BaseModelConfig overrides, e.g. n_plain=600 pretrain.epochs=1 preset=5m")
     p.add_argument("--config", metavar="YAML", help="BaseModelConfig YAML file")
     p.add_argument("--cache-dir", default=None, help="cache root (default $LOPD_CACHE_DIR or ~/.cache/lopd)")
-    p.add_argument("--eval-tasks", type=int, default=120, help="held-out tasks to roll out (0: all)")
-    p.add_argument("--samples", type=int, default=1, help="episodes per task and condition")
-    p.add_argument("--temperature", type=float, default=0.7,
+    p.add_argument("--eval-tasks", type=_flag("n_tasks"), default=120, help="held-out tasks to roll out (0: all)")
+    p.add_argument("--samples", type=_flag("samples"), default=1, help="episodes per task and condition")
+    p.add_argument("--temperature", type=_flag("temperature"), default=0.7,
                    help="sampling temperature of the rollouts (top-p 0.95, top-k 20: the learners' sampling)")
     p.add_argument("--seed", type=int, default=0, help="sampling and reference-choice seed")
     p.add_argument("--no-eval", action="store_true", help="build or load the base, do not roll it out")
@@ -43,13 +50,17 @@ def _run(args: argparse.Namespace) -> int:
     from harness.basemodel.build import load_or_build_base
     from harness.basemodel.config import BaseModelConfig
     from harness.basemodel.measure import EvalConfig, evaluate_base
-    from harness.config import load_config
+    from harness.config import check_output, load_config
 
+    if args.json:  # output paths are checked before a base is built or loaded
+        check_output(args.json, "--json", folder=False)
+    if args.cache_dir:
+        check_output(args.cache_dir, "--cache-dir", folder=True)
     if args.base:
         from harness.basemodel.build import load_base_dir
 
         if args.overrides or args.config:
-            raise SystemExit("--base measures a built base as it is: no config or overrides")
+            raise ValueError("--base measures a built base as it is: no config or overrides")
         model, tok, info = load_base_dir(args.base)
         cfg = info.pop("config_obj")
     else:

@@ -12,7 +12,9 @@ def add_sandbox_options(p: argparse.ArgumentParser, mode_help: str) -> None:
     """``--mode``, ``--backend`` and ``--workers``."""
     p.add_argument("--mode", default="official", choices=["official", "strict"], help=mode_help)
     p.add_argument("--backend", default="local", choices=["local", "docker"], help="sandbox backend")
-    p.add_argument("--workers", type=int, default=2, help="samples graded at once")
+    from harness.config import PosInt, arg_type
+
+    p.add_argument("--workers", type=arg_type(PosInt), default=2, help="samples graded at once (>= 1)")
 
 
 def score_and_print(score_file: Callable[..., Any], format_summary: Callable[[Any], str],
@@ -22,7 +24,7 @@ def score_and_print(score_file: Callable[..., Any], format_summary: Callable[[An
 
     try:
         summary = score_file(*inputs, mode=args.mode, sandbox=SandboxConfig(backend=args.backend),
-                             workers=max(1, args.workers), **options)
+                             workers=args.workers, **options)
     except SandboxUnavailable as e:
         raise ValueError(str(e)) from None
     print(format_summary(summary))

@@ -95,7 +95,7 @@ def score_directory(results: Path, language: str, fc: bool = False):
 
 
 def format_table(scores: dict, missing: list[str]) -> str:
-    from envs.acebench.scoring import summary
+    from envs.acebench.scoring import format_summary, summary
 
     lines = [f"{'category':45s} {'accuracy':>9s} {'process':>8s} {'correct':>8s}"]
     for cat, s in scores.items():
@@ -105,8 +105,7 @@ def format_table(scores: dict, missing: list[str]) -> str:
         lines.append(f"{cat:45s} {'missing':>9s}")
     lines.append("")
     lines.append("summary (ACEBench table)")
-    for key, value in summary(scores).items():
-        lines.append(f"  {key:32s} {value:.3f}")
+    lines += ["  " + line for line in format_summary(summary(scores), list(scores)).splitlines()]
     return "\n".join(lines)
 
 

@@ -14,6 +14,8 @@ import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from harness.config import PosInt, arg_type
+
     p = subparsers.add_parser("stats", help="tool-call behaviour statistics from trace files")
     p.add_argument("traces", nargs="+", help="trace JSONL files, or run directories (their traces.jsonl)")
     p.add_argument("--by", choices=["env", "learner", "run", "category"], default="run",
@@ -26,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="training metrics JSONL files: also plot reward against generations (needs --plot)")
     p.add_argument("--skip-bad", action="store_true", help="skip corrupt lines (each is reported) instead of failing")
     p.add_argument("--success-threshold", type=float, default=1.0, help="reward that counts as success")
-    p.add_argument("--workers", type=int, metavar="N",
+    p.add_argument("--workers", type=arg_type(PosInt), metavar="N",
                    help="processes reading the traces (default: min(2, CPUs) for inputs over 32 MiB, else 1)")
     p.set_defaults(func=run)
 
@@ -58,6 +60,13 @@ def run(args: argparse.Namespace) -> int:
 
     if args.metrics and not args.plot:  # checked first: no reading of traces for a run that plots nothing
         raise ValueError("--metrics needs --plot DIR (the reward curve is a figure)")
+    from harness.config import check_input_files, check_output
+
+    if args.out:  # before the traces are read: a wrong output path fails at once
+        check_output(args.out, "--out", folder=False)
+    if args.plot:
+        check_output(args.plot, "--plot", folder=True)
+    check_input_files(args.metrics or [], "--metrics")
     errors: list = []
     groups = collect(args.traces, args.by, skip_bad=args.skip_bad, errors=errors,
                      success_threshold=args.success_threshold, workers=args.workers)

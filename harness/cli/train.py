@@ -6,12 +6,16 @@
     lopd train --list-keys                      # every config key with its documentation
 
 A run killed at any point continues from its newest checkpoint when started again with the same
-``run_dir``. Several processes: ``torchrun --nproc_per_node N -m harness.training.trainer CONFIG.yaml ...``.
+``run_dir`` and settings; other settings are refused, naming the keys, unless ``--allow-config-change``
+(:mod:`harness.training.run_record` says which keys may differ and how a change is recorded). A model
+folder's ``lopd_defaults.json`` (the pinned base's: the micro world, 96 tokens, 8 turns) fills the keys
+the config and overrides leave out. Several processes: ``torchrun --nproc_per_node N -m harness.training.trainer CONFIG.yaml ...``.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,6 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, e.g. optim.lr=1e-4")
     p.add_argument("--example", metavar="NAME", help="start from a packaged example config (grpo, opsd, sdpo, lopd, sft)")
     p.add_argument("--list-keys", action="store_true", help="print every config key with its documentation")
+    p.add_argument("--allow-config-change", action="store_true",
+                   help="continue a run_dir trained with other settings; the old config is kept as config.N.yaml "
+                        "and the change logged in config_changes.jsonl (without it such a rerun is refused)")
     p.set_defaults(func=run)
 
 
@@ -61,7 +68,9 @@ def run(args: argparse.Namespace) -> int:
     import shlex
 
     from harness.cli.prepare import check_prepared
-    from harness.config import config_and_overrides, load_config
+    from harness.config import check_output, config_and_overrides
+    from harness.training.run_record import check_rerun
+    from harness.training.train_config import load_train_config
     from harness.training.trainer import example_config, main
 
     path, overrides = config_and_overrides(args.config, args.overrides)
@@ -69,6 +78,10 @@ def run(args: argparse.Namespace) -> int:
         if path:
             raise ValueError("give either a config file or --example, not both")
         path = str(example_config(args.example))
-    cfg = load_config(TrainConfig, path, overrides)  # fail fast, with the key named, before anything heavy
+    # fail fast, with the key named, before anything heavy; the line on the model folder's defaults comes first
+    cfg = load_train_config(path, overrides, log=lambda s: print(s, file=sys.stderr))
+    check_output(cfg.run_dir, "run_dir", folder=True)
+    check_rerun(cfg, args.allow_config_change)
     check_prepared(cfg, shlex.join(["lopd", "prepare", *([path] if path else []), *overrides]))
-    return main(([path] if path else []) + overrides)
+    return main(([path] if path else []) + overrides + (["--allow-config-change"] if args.allow_config_change else []),
+                announce=False)

@@ -32,10 +32,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from harness.engines.base import (EmbedOverride, Engine, EngineError, GenerationOutput, SamplingParams, ScoreOutput,
                                   row_seed)
+from harness.config import NonNegFloat, NonNegInt, PosFloat, PosInt
 from harness.engines.http import ServerUnavailableError
 
 EngineKind = Literal["hf", "vllm", "sglang"]
@@ -50,14 +51,14 @@ class EngineConfig:
     """'hf': in-process transformers; 'vllm' or 'sglang': inference servers over HTTP."""
     urls: list[str] = field(default_factory=list)
     """Running servers to attach to (each serving the run's initial model); empty with ``launch`` > 0."""
-    launch: int = 0
+    launch: NonNegInt = 0
     """Servers to start on this machine (ports ``port``, ``port + 1``, ...); 0 attaches to ``urls``."""
     python: str = ""
     """Interpreter with the server package; default: .venv-vllm/bin/python (``make vllm``) for vLLM, this
     one for SGLang."""
     host: str = "127.0.0.1"
     """Address launched servers listen on."""
-    port: int = 8100
+    port: Annotated[int, ">= 1", "<= 65535"] = 8100
     """First port of launched servers."""
     extra_args: list[str] = field(default_factory=list)
     """Extra command-line arguments of launched servers (tensor parallelism, memory, ...)."""
@@ -66,20 +67,20 @@ class EngineConfig:
     """Arguments added for a launched vLLM server when the trainer has no GPU (CPU backend defaults; see
     docs/GPU.md: vLLM 0.32's CPU worker crashes on a seeded request whose prompt is prefilled in chunks,
     so prompts prefill whole, with ``--max-num-batched-tokens`` set to the model's context length)."""
-    startup_timeout: float = 900.0
+    startup_timeout: PosFloat = 900.0
     """Seconds a launched server may take to answer /health (a running one: this, at most 30)."""
-    request_timeout: float = 600.0
+    request_timeout: PosFloat = 600.0
     """Seconds one request may take."""
-    max_inflight: int = 64
+    max_inflight: PosInt = 64
     """Requests in flight per server; the server batches them continuously."""
     teacher_urls: list[str] = field(default_factory=list)
     """Servers holding the frozen initial model, for teacher scoring as top-k log-probs (OPSD and SDPO with
     ema_rate 0 with a top-k + tail KL, GRPO's reference KL); never synced. Same kind as the rollout servers."""
-    teacher_launch: int = 0
+    teacher_launch: NonNegInt = 0
     """Teacher servers to start (ports after the rollout servers'); LOPD's latent teacher stays in-process."""
     sync_dir: str = ""
     """Where weights are written for the servers to reload (a filesystem they share); default <run_dir>/sync."""
-    check_tolerance: float = 0.05
+    check_tolerance: NonNegFloat = 0.05
     """Largest mean |log p| difference (nats) between a server and the in-process model on a probe sequence:
     checked before training (a wrong model is refused) and after every weight sync."""
 

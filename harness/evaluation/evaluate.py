@@ -2,7 +2,7 @@
 
 ::
 
-    cfg = EvalRunConfig(envs=["lopd/bfcl-v3-simple-v0", "lopd/shop-v0"], model="runs/tiny-1m",
+    cfg = EvalRunConfig(envs=["lopd/bfcl-v3-simple-v0", "lopd/shop-v0"], model="micro:pinned",
                         out="runs/eval-a", n_samples=2, limit=50)
     result = run_eval(cfg)              # HF engine in-process; engine=EngineConfig(kind="vllm", launch=1) for a server
     result.summary["benchmarks"]["bfcl-v3"]["official"]["overall"]
@@ -31,12 +31,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 
 from envs.data import json_lines
 from envs.trace import Episode, TraceError, TraceWriter, iter_records
+from harness.config import Device, NonNegFloat, NonNegInt, PosInt, Probability, check_fields
 from harness.engines.server import EngineConfig
 from harness.rollout import LockedTokenizer
 from harness.evaluation.summary import (  # noqa: F401  (re-exported: the public API of evaluation runs)
@@ -71,40 +72,43 @@ class EvalRunConfig:
     """Output directory (created; an existing one is resumed)."""
     engine: EngineConfig = field(default_factory=EngineConfig)
     """Where episodes run: 'hf' in-process, batched turn by turn; 'vllm' or 'sglang' servers (urls or launch)."""
-    n_samples: int = 1
+    n_samples: PosInt = 1
     """Episodes per task (sample indices 0..n_samples-1)."""
     split: str | None = None
     """Only tasks of this split (e.g. 'eval', 'test'); None keeps every task the env lists."""
-    limit: int | None = None
+    limit: NonNegInt | None = None
     """Only the first N tasks of each env (after the split filter)."""
-    temperature: float = 0.7
+    temperature: NonNegFloat = 0.7
     """Sampling temperature (0: greedy). Default: the LOPD authors' rollout settings."""
-    top_p: float = 0.95
+    top_p: Probability = 0.95
     """Nucleus sampling."""
     top_k: int = 20
     """Top-k sampling; <= 0 keeps the whole vocabulary."""
-    max_new_tokens: int = 1024
+    max_new_tokens: PosInt = 1024
     """Most tokens per assistant turn."""
     seed: int | None = 0
     """Base seed: each (env, task, sample) gets a seed derived from it; None samples unseeded."""
-    max_turns: int = 30
+    max_turns: PosInt = 30
     """Most assistant turns per episode (the env's own limit usually ends it first)."""
-    max_context_tokens: int = 32768
+    max_context_tokens: PosInt = 32768
     """An episode whose next turn could pass this many tokens is truncated."""
-    batch_size: int = 8
+    batch_size: PosInt = 8
     """HF engine: episodes rolled out together in one batch."""
-    concurrency: int = 32
+    concurrency: PosInt = 32
     """Server engines: episodes in flight at once (one thread each)."""
-    device: str | None = None
+    device: Device | None = None
     """HF engine device; None: cuda when available, else cpu."""
-    dtype: str | None = None
-    """HF engine weights dtype ('bfloat16', 'float32', 'auto'); None: bfloat16 on cuda, float32 on cpu."""
+    dtype: Literal["bfloat16", "float16", "float32", "auto"] | None = None
+    """HF engine weights dtype; None: bfloat16 on cuda, float32 on cpu."""
     env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Keyword arguments of ``gym.make`` per env id; the key '*' applies to every env."""
     template_kwargs: dict[str, Any] = field(default_factory=dict)
     """Extra chat-template variables, e.g. {"enable_thinking": false} for Qwen3."""
     run_name: str | None = None
     """``meta.run`` of the traces (what ``lopd stats --by run`` groups by); default: the out dir name."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)  # lopd eval builds one from its flags
 
     def run_label(self) -> str:
         return self.run_name or Path(self.out).resolve().name
@@ -270,17 +274,19 @@ def read_progress(out: str | os.PathLike, repair: bool = True) -> Progress:
     return Progress(traces, verdicts, notes)
 
 
-def _check_run_file(out: Path, settings: dict[str, Any]) -> None:
+def _check_run_file(out: Path, settings: dict[str, Any], has_episodes: bool) -> None:
+    """Refuse to resume episodes played with other settings; a folder with no episode yet (a start that
+    failed, e.g. on a bad --model) is not locked: its run.json is rewritten."""
     path = out / RUN
-    if path.exists():
+    if path.exists() and has_episodes:
         try:
             old = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as e:
             raise ValueError(f"{path} is not JSON ({e}); remove it or use another --out") from None
         diff = [k for k in _RESUME_KEYS if k in old and old[k] != settings[k]]
         if diff:
-            k = diff[0]
-            raise ValueError(f"{out} holds a run with other settings ({k}: {old[k]!r} there, {settings[k]!r} now); "
+            said = "; ".join(f"{k}: {old[k]!r} -> {settings[k]!r}" for k in diff)
+            raise ValueError(f"{out} holds episodes played with other settings ({said}); "
                              "resume with the same settings or use another --out")
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(settings, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -331,7 +337,9 @@ class _EnvPool:
         self.kwargs, self.free, self.all = kwargs, defaultdict(queue.SimpleQueue), []
 
     def make(self, env_id: str) -> _Recorder:
-        env = _Recorder(gym.make(env_id, **{**self.kwargs.get("*", {}), **self.kwargs.get(env_id, {})}))
+        from envs.registry import make  # an unknown --env-kwargs key: an error naming it and the known ones
+
+        env = _Recorder(make(env_id, **{**self.kwargs.get("*", {}), **self.kwargs.get(env_id, {})}))
         self.all.append(env)
         return env
 
@@ -353,14 +361,11 @@ class _EnvPool:
 
 
 def resolve_env_id(name: str) -> str:
-    """``shop-v0`` -> ``lopd/shop-v0``; unknown ids are a clear error listing the known ones."""
-    from envs.registry import registered_ids
+    """``shop-v0`` -> ``lopd/shop-v0``; ``mypkg:lopd/todo-v0`` imports mypkg first (as ``gym.make`` does);
+    unknown ids are a clear error listing the known ones (:func:`envs.registry.resolve_env_id`)."""
+    from envs.registry import resolve_env_id as resolve
 
-    ids = registered_ids()
-    for cand in (name, f"lopd/{name}"):
-        if cand in ids or cand in gym.registry:
-            return cand
-    raise KeyError(f"unknown env {name!r}; registered: {', '.join(ids)}")
+    return resolve(name)
 
 
 def plan(cfg: EvalRunConfig, pool: _EnvPool) -> list[Pair]:
@@ -435,21 +440,24 @@ def _settings(cfg: EvalRunConfig) -> dict[str, Any]:
 
 
 def run_eval(cfg: EvalRunConfig, engine: Any = None, tokenizer: Any = None,
-             log: Callable[[str], None] | None = None) -> EvalResult:
+             log: Callable[[str], None] | None = None, warn: Callable[[str], None] | None = None) -> EvalResult:
     """Play every planned episode not yet in ``cfg.out``, write traces and verdicts as they finish,
     then write the summary of everything the directory holds. ``engine``/``tokenizer`` default to
     :func:`build_engine`; server engines (anything but an in-process HFEngine) run episodes on
-    ``cfg.concurrency`` threads, others in batches of ``cfg.batch_size``."""
-    log = log or (lambda s: print(s, file=sys.stderr, flush=True))
+    ``cfg.concurrency`` threads, others in batches of ``cfg.batch_size``. ``log`` takes the progress lines,
+    ``warn`` the repairs of the folder and the failed episodes (default: ``log`` when given, else stderr;
+    ``lopd eval --quiet`` silences only ``log``)."""
+    warn = warn or log or _to_stderr
+    log = log or _to_stderr
     if cfg.n_samples < 1 or (cfg.limit is not None and cfg.limit < 0):
         raise ValueError("n_samples must be >= 1 and limit >= 0")
     cfg.envs = [resolve_env_id(e) for e in cfg.envs]
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    _check_run_file(out, _settings(cfg))
     progress = read_progress(out)
+    _check_run_file(out, _settings(cfg), has_episodes=bool(progress.traces))
     for n in progress.notes:
-        log(f"[eval] {n}")
+        warn(f"[eval] {n}")
     pool = _EnvPool(cfg.env_kwargs)
     try:
         pairs = plan(cfg, pool)
@@ -462,7 +470,7 @@ def run_eval(cfg: EvalRunConfig, engine: Any = None, tokenizer: Any = None,
             if own:
                 engine, tokenizer = build_engine(cfg)
             try:
-                ran = _play_and_save(cfg, todo, pool, engine, tokenizer, failed, log)
+                ran = _play_and_save(cfg, todo, pool, engine, tokenizer, failed, log, warn)
             finally:
                 if own:
                     engine.close()  # launched servers stop here
@@ -473,6 +481,10 @@ def run_eval(cfg: EvalRunConfig, engine: Any = None, tokenizer: Any = None,
         return EvalResult(out, len(pairs), len(pairs) - len(todo), ran, failed, summary, progress.notes)
     finally:
         pool.close()
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _episode_player(cfg: EvalRunConfig, pool: _EnvPool,
@@ -514,7 +526,7 @@ def _episode_player(cfg: EvalRunConfig, pool: _EnvPool,
 
 
 def _play_and_save(cfg: EvalRunConfig, todo: list[Pair], pool: _EnvPool, engine: Any, tokenizer: Any,
-                   failed: list, log: Callable[[str], None]) -> int:
+                   failed: list, log: Callable[[str], None], warn: Callable[[str], None]) -> int:
     """Play ``todo`` (batched on an HFEngine, else threaded), appending each episode's trace and verdict
     to ``cfg.out`` as it finishes; failures go to ``failed``. Returns the episodes saved."""
     from harness.engines import HFEngine
@@ -532,10 +544,10 @@ def _play_and_save(cfg: EvalRunConfig, todo: list[Pair], pool: _EnvPool, engine:
                 log(f"[eval] {ran}/{len(todo)} episodes done")
 
         if isinstance(engine, HFEngine):
-            _run_batched(todo, cfg.batch_size, lambda b: play(b, tokenizer), save, failed, log)
+            _run_batched(todo, cfg.batch_size, lambda b: play(b, tokenizer), save, failed, warn)
         else:
             shared = LockedTokenizer(tokenizer)  # one lock for all rollout threads
-            _run_threaded(todo, cfg.concurrency, lambda b: play(b, shared), save, failed, log)
+            _run_threaded(todo, cfg.concurrency, lambda b: play(b, shared), save, failed, warn)
     return ran
 
 

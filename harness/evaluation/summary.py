@@ -92,6 +92,12 @@ def _acebench(vs: list[dict[str, Any]]) -> dict[str, Any]:
     return {**summary(scores), "categories": {c: asdict(s) for c, s in scores.items()}}
 
 
+def _acebench_format(s: dict[str, Any]) -> str:
+    from envs.acebench.scoring import format_summary
+
+    return format_summary(s, list(s.get("categories", {})), digits=4)
+
+
 def flat_format(s: dict[str, Any]) -> str:
     """``key  value`` lines for the numbers at the top level of a summary (nested parts left out)."""
     keys = [k for k, v in s.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
@@ -155,7 +161,7 @@ def _per_env(env_id: str) -> str:
 SUMMARIZERS: dict[str, Summarizer] = {
     "bfcl": Summarizer("envs.bfcl.scoring.summarize", _bfcl, lambda e: "bfcl-v3", _bfcl_format),
     "acebench": Summarizer("envs.acebench.scoring.category_score + summary", _acebench,
-                           lambda e: "acebench-" + ("zh" if "-zh-" in e else "en"), flat_format),
+                           lambda e: "acebench-" + ("zh" if "-zh-" in e else "en"), _acebench_format),
     "envscaler": Summarizer("envs.envscaler.metrics.summarize", _envscaler, _per_env, flat_format),
     "micro": Summarizer("envs.envscaler.metrics.summarize", _envscaler, _per_env, flat_format),
     "evalplus": Summarizer("envs.evalplus.scoring.pass_at_k", _evalplus, _per_env, _evalplus_format, False),

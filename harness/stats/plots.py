@@ -41,21 +41,43 @@ def plot_distributions(groups: dict[str, GroupStats], out: str | os.PathLike,
     return _save(fig, out)
 
 
+def calls_by_tool_figure(groups: dict[str, GroupStats], top: int = 20, per_row: int = 10,
+                         max_groups: int = 8) -> plt.Figure:
+    """Share of each group's calls per tool, for the ``top`` most called tools, ``per_row`` tools a row
+    of panels: the figure's size is bounded whatever the numbers of tools and groups. Only groups that
+    made calls are drawn and in the legend, at most ``max_groups`` (those with the most calls)."""
+    called = [name for name, g in groups.items() if sum(g.calls_by_tool.values())]
+    most = set(sorted(called, key=lambda name: -sum(groups[name].calls_by_tool.values()))[:max_groups])
+    shown = {name: groups[name] for name in called if name in most}  # in the caller's order
+    tools = [t for t, _ in sum((g.calls_by_tool for g in shown.values()), start=Counter()).most_common(top)]
+    rows, cols = max(1, math.ceil(len(tools) / per_row)), max(1, min(per_row, len(tools)))
+    size = (min(12, 4 + 0.8 * cols), 2.9 * rows + 0.3 * math.ceil(len(shown) / 4))  # inches, legend rows included
+    fig, axes = plt.subplots(rows, 1, figsize=size, squeeze=False, layout="constrained")
+    width = 0.8 / max(1, len(shown))
+    for r, ax in enumerate(axes[:, 0]):
+        part = tools[r * per_row:(r + 1) * per_row]
+        for i, (name, g) in enumerate(shown.items()):
+            n = sum(g.calls_by_tool.values())
+            ax.bar([x - 0.4 + (i + 0.5) * width for x in range(len(part))], [g.calls_by_tool[t] / n for t in part],
+                   width, label=name if r == 0 else None, color=f"C{i}")
+        ax.set_xticks(range(len(part)), [t if len(t) <= 28 else t[:27] + "\u2026" for t in part],
+                      rotation=25, ha="right", fontsize=9)
+        ax.set_xlim(-0.5, cols - 0.5)  # the same bar width in every row
+        ax.set_ylabel("share of calls", fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+    if not shown:
+        axes[0, 0].text(0.5, 0.5, "no tool calls", ha="center", va="center", transform=axes[0, 0].transAxes)
+    skipped = len(called) - len(shown)
+    note = f" ({skipped} more group(s) with fewer calls not drawn)" if skipped else ""
+    axes[0, 0].set_title(f"Calls per tool, top {len(tools)} tools{note}", fontsize=11)
+    if shown:
+        fig.legend(loc="outside upper center", ncol=min(4, len(shown)), fontsize=10, frameon=False)
+    return fig
+
+
 def plot_calls_by_tool(groups: dict[str, GroupStats], out: str | os.PathLike, top: int = 20) -> Path:
-    """Share of calls per tool, groups side by side (the `top` most called tools overall)."""
-    total = sum((g.calls_by_tool for g in groups.values()), start=Counter())
-    tools = [t for t, _ in total.most_common(top)]
-    fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(tools) * max(1, len(groups))), 4))
-    width = 0.8 / max(1, len(groups))
-    for i, (name, g) in enumerate(groups.items()):
-        n = sum(g.calls_by_tool.values()) or 1
-        ax.bar([x + i * width for x in range(len(tools))], [g.calls_by_tool[t] / n for t in tools], width, label=name)
-    ax.set_xticks([x + width * (len(groups) - 1) / 2 for x in range(len(tools))], tools, rotation=45, ha="right",
-                  fontsize=8)
-    ax.set_ylabel("share of calls")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return _save(fig, out)
+    """:func:`calls_by_tool_figure` as a PNG."""
+    return _save(calls_by_tool_figure(groups, top), out)
 
 
 def plot_learning_curves(metric_files: Sequence[str | os.PathLike], out: str | os.PathLike,

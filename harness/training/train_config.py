@@ -14,9 +14,11 @@ Defaults follow the paper (32 rollouts a step, temperature 0.7 / top-p 0.95 / to
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from harness.config import Device, NonNegFloat, check_fields, NonNegInt, PosInt, Probability
 from harness.engines.server import EngineConfig
 from harness.learners.privileged import BankSpec
 from harness.rollout import RolloutConfig
@@ -29,16 +31,17 @@ class ModelConfig:
 
     path: str = "tiny:1m"
     """A local HF model directory; ``micro:pinned`` for the micro world's pinned base (the folder
-    ``harness/pinned_base/``, trained for ``lopd/micro-v0`` with the env kwargs in its ``base_info.json``);
+    ``harness/pinned_base/``, trained for ``lopd/micro-v0``: its ``lopd_defaults.json`` fills in the env, the
+    turn length and the turn limits a config leaves out, see :func:`load_train_config`);
     or ``tiny:<preset>`` for a randomly initialised tiny Qwen3 (1m, 5m), which scores 0 on any env."""
     tiny_seed: int = 0
     """Initialisation seed of a ``tiny:`` model."""
     dtype: Literal["float32", "bfloat16", "float64"] = "float32"
     """Weights dtype (bfloat16 on GPUs). Losses are computed in fp32, or in float64 with float64
     weights (the numerics tests' setting, where rounding is negligible)."""
-    device: str = "cpu"
+    device: Device = "cpu"
     """``cpu``, ``cuda`` or ``auto`` (CUDA when available)."""
-    logits_chunk: int = 1024
+    logits_chunk: NonNegInt = 1024
     """Positions per LM-head chunk in every loss (each chunk's [chunk, vocab] logits are reduced at once and
     recomputed in the backward; 0: one chunk, the whole micro-batch). A memory knob: results do not depend on it."""
 
@@ -55,7 +58,7 @@ class EnvConfig:
     """Tasks of this split are trained on (and only they may enter the bank)."""
     eval_split: str = "eval"
     """Held-out tasks evaluated every ``eval.every_generations``."""
-    max_train_tasks: int | None = None
+    max_train_tasks: PosInt | None = None
     """Use only the first N training tasks (by the env's order); None = all."""
 
 
@@ -63,13 +66,13 @@ class EnvConfig:
 class SamplingConfig:
     """How training rollouts sample (authors: 0.7 / 0.95 / 20)."""
 
-    temperature: float = 0.7
+    temperature: NonNegFloat = 0.7
     """Softmax temperature."""
-    top_p: float = 0.95
+    top_p: Probability = 0.95
     """Nucleus mass."""
     top_k: int = 20
     """Top-k filter; <= 0 disables."""
-    max_new_tokens: int = 1024
+    max_new_tokens: PosInt = 1024
     """Most tokens per assistant turn."""
 
 
@@ -77,19 +80,19 @@ class SamplingConfig:
 class TrainEvalConfig:
     """Held-out evaluation during training."""
 
-    every_generations: int = 320
+    every_generations: NonNegInt = 320
     """Evaluate whenever the generation count crosses a multiple of this; 0 disables (but see ``at_end``)."""
-    samples: int = 1
+    samples: PosInt = 1
     """Episodes per eval task."""
-    temperature: float = 0.0
+    temperature: NonNegFloat = 0.0
     """Sampling temperature of eval episodes (0 = greedy; top-p/top-k follow ``sampling``)."""
-    max_tasks: int | None = None
+    max_tasks: PosInt | None = None
     """Evaluate only the first N eval tasks (by the env's order); None = all."""
     at_start: bool = True
     """Evaluate the initial model (generation 0)."""
     at_end: bool = True
     """Evaluate after the last step."""
-    batch_size: int = 64
+    batch_size: PosInt = 64
     """Eval episodes played together per rank."""
 
 
@@ -97,9 +100,9 @@ class TrainEvalConfig:
 class CheckpointConfig:
     """When and how many checkpoints are kept."""
 
-    every_steps: int = 10
+    every_steps: NonNegInt = 10
     """Save after every N steps (and after the last); 0 saves only at the end."""
-    keep: int = 2
+    keep: PosInt = 2
     """Newest checkpoints kept on disk (older ones are deleted after a save)."""
     resume: bool = True
     """Continue from the newest checkpoint in ``run_dir`` when there is one."""
@@ -124,7 +127,7 @@ class DistributedConfig:
     strategy: Literal["ddp", "fsdp"] = "ddp"
     """``ddp``: replicated student, gradients summed over ranks; ``fsdp``: FSDP2 ``fully_shard``
     per decoder layer (rollouts then play on an unsharded copy refreshed after every step)."""
-    backend: str = "auto"
+    backend: Literal["auto", "gloo", "nccl"] = "auto"
     """Process-group backend: auto = gloo on CPU, nccl on CUDA."""
 
 
@@ -138,13 +141,13 @@ class TrainConfig:
     """grpo, opsd, sdpo, lopd or sft, a name added with register_learner, or ``package.module:Class``."""
     seed: int = 0
     """Seeds the task order, sampling, env resets and initialisations."""
-    generations: int = 1600
+    generations: PosInt = 1600
     """Rollout budget: episodes played for training (SFT: examples consumed)."""
-    rollouts_per_step: int = 32
+    rollouts_per_step: PosInt = 32
     """Episodes per step, all ranks together (a multiple of the group size)."""
-    group_size: int | None = None
+    group_size: PosInt | None = None
     """Rollouts per task in a step; None = the learner's default (GRPO/SDPO 4, others 1)."""
-    micro_batch_tokens: int = 16384
+    micro_batch_tokens: PosInt = 16384
     """Padded tokens per forward/backward (memory knob; results do not depend on it beyond float error)."""
     model: ModelConfig = field(default_factory=ModelConfig)
     """The student."""
@@ -201,9 +204,29 @@ class TrainConfig:
         return getattr(self, cls.name) if cls.Config is not None else None
 
     def __post_init__(self) -> None:
-        if self.generations < 1 or self.rollouts_per_step < 1:
-            raise ValueError("generations and rollouts_per_step must be >= 1")
-        if self.group_size is not None and self.group_size < 1:
-            raise ValueError("group_size must be >= 1")
-        if self.micro_batch_tokens < 1:
-            raise ValueError("micro_batch_tokens must be >= 1")
+        check_fields(self)  # the ranges in the field types, also for a TrainConfig built in code
+
+
+def load_train_config(path: str | None = None, overrides: list[str] | None = None,
+                      log: Any = None) -> TrainConfig:
+    """``load_config(TrainConfig, path, overrides)`` with the model folder's defaults (its
+    ``lopd_defaults.json``: :mod:`harness.models.defaults`) under the file and the overrides, so a key
+    either gives wins. Its env kwargs apply only to its env. ``log`` gets a line naming what was taken."""
+    from harness.config import load_config, to_dict
+    from harness.models.defaults import read_model_defaults
+
+    cfg = load_config(TrainConfig, path, overrides)
+    found = read_model_defaults(cfg.model.path)
+    if found is None:
+        return cfg
+    layer = found[0].train_layer()
+    out = load_config(TrainConfig, path, overrides, base=layer)
+    if out.env.id != found[0].env.id and "env" in layer:  # another env was asked for: not its kwargs
+        del layer["env"]
+        out = load_config(TrainConfig, path, overrides, base=layer)
+    before, after = to_dict(cfg), to_dict(out)
+    taken = [f"{sec}.{k}={json.dumps(after[sec][k])}" for sec, keys in layer.items() for k in keys
+             if before[sec][k] != after[sec][k]]
+    if taken and log is not None:
+        log(f"lopd train: defaults from {found[1]}: {', '.join(taken)} (the config file and overrides win)")
+    return out

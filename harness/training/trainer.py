@@ -17,13 +17,16 @@ Run directory: ``config.yaml``, ``metrics.jsonl`` (one record per step and per e
 ``step`` and ``generations``), ``traces.jsonl`` (every episode, meta: run, learner, step,
 generation, phase), ``checkpoints/`` (:mod:`harness.training.checkpoint`), ``tb/`` (TensorBoard).
 A run killed at any point and started again resumes from its newest checkpoint and writes the
-same metrics as an uninterrupted run.
+same metrics as an uninterrupted run. Started again with other settings it is refused, unless asked
+(``allow_config_change``): then ``config.N.yaml`` keeps the old config and ``config_changes.jsonl``
+says what changed (:mod:`harness.training.run_record`).
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
+import os
 import random
 import shutil
 import sys
@@ -36,7 +39,7 @@ import torch
 
 from harness.training.checkpoint import (clear_staging, latest_checkpoint, publish, read_trainer_state, rng_state,
                                 set_rng_state, staging_dir, write_json)
-from harness.config import config_and_overrides, load_config, save_config
+from harness.config import config_and_overrides, save_config
 from harness.distributed import (DistInfo, apply_fsdp, barrier, gather_objects, init_distributed, shutdown,
                                  split_evenly, sum_floats)
 from harness.engines.base import SamplingParams
@@ -44,7 +47,8 @@ from harness.learners.base import LearnerContext, Rollout, StepBatch, get_learne
 from harness.learners.common import TokenScorer
 from harness.metrics import MetricsLogger, file_size, truncate_to
 from harness.rollout import rollout, rollout_in_flight
-from harness.training.train_config import TrainConfig
+from harness.training.run_record import check_rerun, record_change
+from harness.training.train_config import TrainConfig, load_train_config
 
 
 def derive_seed(*parts: Any) -> int:
@@ -113,18 +117,23 @@ def resolve_device(name: str) -> str:
 class Trainer:
     """Builds everything a run needs from a :class:`TrainConfig`; :meth:`run` trains."""
 
-    def __init__(self, cfg: TrainConfig, dist: DistInfo | None = None):
+    def __init__(self, cfg: TrainConfig, dist: DistInfo | None = None, allow_config_change: bool = False):
         import envs  # noqa: F401  (registers the lopd/* ids)
         import gymnasium as gym
 
         self.cfg = cfg
+        # before anything heavy: a run_dir trained with other settings is refused (harness.training.run_record)
+        self._config_change = check_rerun(cfg, allow_config_change)
         self.dist = dist or init_distributed(resolve_device(cfg.model.device), cfg.distributed.backend)
         self.run_dir = Path(cfg.run_dir)
         random.seed(cfg.seed)
         np.random.seed(cfg.seed)
         torch.manual_seed(cfg.seed)
+        from envs.registry import make, resolve_env_id
+
         self._gym = gym
-        self.env = gym.make(cfg.env.id, **cfg.env.kwargs)
+        self.env_id = resolve_env_id(cfg.env.id)  # mypkg:lopd/x-v0 imports mypkg; entry points load
+        self.env = make(self.env_id, **cfg.env.kwargs)  # an unknown env.kwargs key: an error naming it
         tasks = self.env.unwrapped.all_tasks()
         self.tasks = {t.task_id: t for t in tasks}
         self.train_ids = [t.task_id for t in tasks if t.split == cfg.env.train_split][:cfg.env.max_train_tasks]
@@ -161,8 +170,8 @@ class Trainer:
         cfg, gym = self.cfg, self._gym
         self.teacher_engine = self._open_teachers(initial)
         self.ctx = LearnerContext(cfg=cfg, student=self.student, scorer=self.scorer, optimizer=self.optimizer,
-                                  tokenizer=self.tokenizer, dist=self.dist, tasks=self.tasks, env_id=cfg.env.id,
-                                  make_env=lambda: gym.make(cfg.env.id, **cfg.env.kwargs), initial_state=initial,
+                                  tokenizer=self.tokenizer, dist=self.dist, tasks=self.tasks, env_id=self.env_id,
+                                  make_env=lambda: gym.make(self.env_id, **cfg.env.kwargs), initial_state=initial,
                                   run_dir=self.run_dir, full_state=self.full_state, template=self.template,
                                   teacher_engine=self.teacher_engine)
         learner_cls = get_learner(cfg.learner)
@@ -287,7 +296,7 @@ class Trainer:
     # ---- environments and rollouts ----------------------------------------------------------
     def _envs(self, n: int) -> list[Any]:
         while len(self._pool) < n:
-            self._pool.append(self._gym.make(self.cfg.env.id, **self.cfg.env.kwargs))
+            self._pool.append(self._gym.make(self.env_id, **self.cfg.env.kwargs))
         return self._pool[:n]
 
     def _play(self, jobs: list[tuple[str, int]], sampling: SamplingParams, phase: str, step: int) -> list[Any]:
@@ -377,6 +386,10 @@ class Trainer:
             from envs.trace import TraceWriter
 
             self.run_dir.mkdir(parents=True, exist_ok=True)
+            if self._config_change is not None:
+                kept = record_change(self.run_dir, self._config_change, self.step, self.generations)
+                print(f"[train] {self.run_dir}: settings changed from step {self.step} on "
+                      f"({self._config_change.describe()}); the old config is kept as {kept.name}", file=sys.stderr)
             save_config(self.cfg, self.run_dir / "config.yaml")
             self.metrics = MetricsLogger(self.run_dir / "metrics.jsonl",
                                          tensorboard_dir=self.run_dir / "tb" if self.cfg.log.tensorboard else None)
@@ -426,6 +439,10 @@ class Trainer:
     def _resume(self) -> None:
         ck = latest_checkpoint(self.run_dir) if self.cfg.checkpoint.resume else None
         if ck is None:
+            if self.dist.is_main:  # a start from scratch: what an earlier start wrote before any checkpoint goes
+                truncate_to(self.run_dir / "metrics.jsonl", 0)
+                truncate_to(self.run_dir / "traces.jsonl", 0)
+            barrier(self.dist)
             return
         from safetensors.torch import load_file
 
@@ -541,28 +558,31 @@ def example_config(name: str) -> Path:
     return path
 
 
-def train(cfg: TrainConfig, dist: DistInfo | None = None) -> dict[str, Any]:
+def train(cfg: TrainConfig, dist: DistInfo | None = None, allow_config_change: bool = False) -> dict[str, Any]:
     """Build a :class:`Trainer`, run it and close its files."""
-    trainer = Trainer(cfg, dist)
+    trainer = Trainer(cfg, dist, allow_config_change)
     try:
         return trainer.run()
     finally:
         trainer.close()
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, announce: bool = True) -> int:
     """``python -m harness.training.trainer CONFIG.yaml [key=value ...]`` (the torchrun entry point)."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m harness.training.trainer", description="Train a student (see lopd train).")
     ap.add_argument("config", nargs="?", help="YAML config (default: built-in defaults)")
     ap.add_argument("overrides", nargs="*", help="key=value overrides, e.g. optim.lr=1e-4")
+    ap.add_argument("--allow-config-change", action="store_true",
+                    help="continue a run_dir trained with other settings (recorded: config.N.yaml, config_changes.jsonl)")
     args = ap.parse_args(argv)
     path, overrides = config_and_overrides(args.config, args.overrides)
-    cfg = load_config(TrainConfig, path, overrides)
+    rank0 = announce and os.environ.get("RANK", "0") == "0"  # under torchrun, one line for the job
+    cfg = load_train_config(path, overrides, log=(lambda s: print(s, file=sys.stderr)) if rank0 else None)
     dist = init_distributed(resolve_device(cfg.model.device), cfg.distributed.backend)
     try:
-        summary = train(cfg, dist)
+        summary = train(cfg, dist, args.allow_config_change)
     finally:
         shutdown(dist)
     if dist.is_main:

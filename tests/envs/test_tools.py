@@ -97,3 +97,26 @@ def test_number_accepts_int_and_null_type_and_anyof():
 def test_parse_docstring_edge_cases():
     assert parse_docstring(None) == ("", {})
     assert parse_docstring("Only a line.") == ("Only a line.", {})
+
+
+def test_a_tool_without_docstring_or_annotation_is_an_error_at_definition_naming_it():
+    import pytest
+
+    with pytest.raises(TypeError, match=r"@tool lookup: no docstring"):
+        @tool
+        def lookup(city: str) -> str:
+            return city
+
+    with pytest.raises(TypeError, match=r"@tool fetch: parameter\(s\) city, n have no type annotation"):
+        @tool(name="fetch")
+        def get(city, n=1, *args, **kwargs) -> str:
+            """Fetch a city."""
+            return city
+
+    class Tools:
+        @tool
+        def ok(self, city: str, *rest: str) -> str:  # self and *args need no annotation
+            """Say the city."""
+            return city
+
+    assert Tools.ok.schema["function"]["description"] == "Say the city."

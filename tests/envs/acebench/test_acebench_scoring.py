@@ -102,3 +102,16 @@ def test_agent_process_of_failed_entries_must_be_readable_like_upstream():
     good = [{"BaseApi": {"wifi": True}}]
     v = verdict(entry, {"id": entry.id, "result": good})  # a success never reads the process
     assert (v.valid, v.process) == (True, 1.0)
+
+
+def test_the_printed_summary_names_categories_not_run_instead_of_a_zero():
+    from envs.acebench.scoring import CategoryScore, format_summary, summary, summary_parts
+
+    scores = {"normal_atom_bool": CategoryScore("normal_atom_bool", 1.0, 50, 50)}
+    values = summary(scores)
+    assert set(values) == set(summary_parts())  # every number has its categories
+    text = format_summary(values, list(scores))
+    shown = dict(line.split() for line in text.splitlines() if not line.startswith(("not run", " ")))
+    assert shown == {"bool": "1.000", "atom": "0.167", "normal_summary": "0.083", "summary": "0.048"}
+    not_run = text.split("not run", 1)[1]
+    assert "agent_summary" in not_run and "enum" in not_run and "0.000" not in text

@@ -1,4 +1,6 @@
 """BFCL-v3 official aggregates (``summarize``) against numbers worked out by hand from BENCHMARKS.md."""
+import re
+
 import pytest
 
 from envs.bfcl.scoring import format_summary, summarize
@@ -58,3 +60,14 @@ def test_format_summary_prints_the_aggregates_and_na():
     assert "Multi Turn Overall Acc 56.25%" in lines
     assert "Live Simple AST 66.67% 2/3" in lines
     assert "Live Relevance Detection N/A" in lines
+
+
+def test_an_aggregate_of_no_scored_category_is_na_not_zero():
+    # Only non-live categories run (a --limit run): live and multi-turn have nothing to average.
+    table = format_summary(summarize({"simple": (1, 2), "multiple": (1, 1)}))
+    lines = {label: score for label, score, *_ in (re.split(r"\s{2,}", line.strip()) for line in table.splitlines())}
+    assert lines["Live Overall Acc"] == lines["Live AST Summary"] == "N/A"
+    assert lines["Multi Turn Overall Acc"] == "N/A"
+    assert lines["Non-Live Overall Acc"] != "N/A" and lines["Overall Acc"] != "N/A"
+    assert lines["Irrelevance Detection"] == "N/A"
+    assert not re.search(r"\s0\.00%", table)

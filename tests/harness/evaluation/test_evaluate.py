@@ -18,17 +18,10 @@ from harness.engines import HFEngine, SGLangEngine
 from harness.engines.server import EngineConfig
 from harness.evaluation.summary import format_summary, summarize_verdicts
 from harness.evaluation.evaluate import EvalRunConfig, cut_torn_tail, pair_seed, read_progress, run_eval, verdict_of
-from harness.models import build_tiny_model, save_pretrained
+from harness.models import save_pretrained
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("tiny") / "tiny-1m"
-    save_pretrained(*build_tiny_model("1m", seed=0), path)
-    return str(path)
 
 
 @pytest.fixture(scope="module")
@@ -421,6 +414,17 @@ def test_acebench_summary_groups_multi_turn_dialogues_and_languages():
     assert en["multi_turn_user_adjust"] == 0.5 and en["summary"] == round(0.578 * round(0.5 / len(NORMAL_CATEGORIES), 3), 3)
     assert zh["bool"] == 1.0 and "multi_turn_user_adjust" in zh and zh["multi_turn_user_adjust"] == 0.0
 
+
+
+def test_printed_acebench_and_bfcl_summaries_mark_what_did_not_run():
+    vs = [V("lopd/acebench-normal-en-v0", "normal_atom_bool_0", 0, True, "normal_atom_bool", verdict={"valid": True}),
+          V("lopd/bfcl-v3-simple-v0", "simple_0", 0, True, "simple")]
+    text = format_summary(summarize_verdicts(vs))
+    ace = text.split("== acebench-en:", 1)[1].split("\n== ", 1)[0]
+    assert "bool            1.0000" in ace and "agent_summary" in ace.split("not run", 1)[1]
+    assert "0.0000" not in ace  # a category not run is named, not scored 0
+    bfcl = {" ".join(line.split()[:-1]): line.split()[-1] for line in text.split("== bfcl-v3:", 1)[1].splitlines()[2:]}
+    assert bfcl["Live Overall Acc"] == "N/A" and bfcl["Multi Turn Overall Acc"] == "N/A"
 
 def test_evalplus_summary_is_pass_at_k_over_samples():
     from envs.evalplus.scoring import pass_at_k

@@ -277,3 +277,27 @@ def test_split_lines_on_line_boundaries(tmp_path, monkeypatch):
     assert par.default_workers([f]) == min(2, par.cpus())
     with pytest.raises(ValueError, match="at least 1"):
         collect([f], workers=0)
+
+
+def test_calls_by_tool_figure_is_bounded_and_its_legend_names_the_groups_with_calls(tmp_path):
+    from collections import Counter
+
+    from matplotlib.image import imread
+
+    from harness.stats.episodes import GroupStats
+    from harness.stats.plots import calls_by_tool_figure, plot_calls_by_tool
+
+    tools = [f"tool_{i}_" + "x" * (i % 5) * 8 for i in range(40)]
+    groups = {f"category-{k}": GroupStats(calls_by_tool=Counter({t: (k + i) % 7 + 1 for i, t in enumerate(tools)}))
+              for k in range(12)}
+    groups["category-3"] = GroupStats()  # played, but no call: not in the legend
+    fig = calls_by_tool_figure(groups)
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert len(legend) == 8 and "category-3" not in legend  # the 8 groups with the most calls, in order
+    assert legend == sorted(legend, key=lambda s: int(s.split("-")[1]))
+    assert all(len(ax.get_xticks()) <= 10 for ax in fig.axes)  # 20 tools wrapped into rows of 10
+    assert min(t.get_fontsize() for ax in fig.axes for t in ax.get_xticklabels()) >= 9
+    h, w = imread(plot_calls_by_tool(groups, tmp_path / "calls_by_tool.png")).shape[:2]
+    assert w <= 1600 and h <= 1000, (w, h)  # was 0.5 in per tool and group: 4800 x 480 px
+    one = calls_by_tool_figure({"a": groups["category-0"], "b": GroupStats()}, top=5)
+    assert [t.get_text() for t in one.legends[0].get_texts()] == ["a"]

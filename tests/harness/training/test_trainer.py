@@ -70,7 +70,8 @@ def test_lopd_train_runs_evaluates_logs_traces_checkpoints_and_exports(tmp_path,
     assert not any("lora" in k or "qformer" in k for k in model.state_dict())
     assert {p.name for p in out.iterdir()} <= {"config.json", "generation_config.json", "model.safetensors",
                                                 "tokenizer.json", "tokenizer_config.json", "chat_template.jinja",
-                                                "special_tokens_map.json"}
+                                                "special_tokens_map.json", "lopd_defaults.json"}
+    assert json.loads((out / "lopd_defaults.json").read_text())["max_turns"] == 2  # the run's, for lopd eval
     assert main(["export", str(run), "--out", str(out)]) == 2  # not empty: refused without --force
 
 
