@@ -164,9 +164,13 @@ def finished(run_dir: Path, want: dict[str, Any], cfg: DemoConfig) -> bool:
 
 
 def started(run_dir: Path, want: dict[str, Any]) -> bool:
-    """Whether ``run_dir`` holds an unfinished run of the spec ``want`` (its spec is written first)."""
+    """Whether ``run_dir`` holds an interrupted run of the spec ``want``: its spec is written before training
+    and its summary after, so a run with a summary but no complete curve lost its logs (and is retrained)."""
     sf = _spec_file(run_dir)
-    return not run_dir.is_symlink() and sf.is_file() and same_run(json.loads(sf.read_text()).get("spec"), want)
+    if run_dir.is_symlink() or not sf.is_file():
+        return False
+    saved = json.loads(sf.read_text())
+    return not saved.get("summary") and same_run(saved.get("spec"), want)
 
 
 def runs_to_train(cfg: DemoConfig, jobs: list[tuple]) -> list[tuple]:

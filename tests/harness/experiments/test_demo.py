@@ -238,3 +238,24 @@ def test_the_shipped_comparison_is_found_where_the_demo_looks():
     from harness.experiments.demo_report import SHIPPED
 
     assert SHIPPED.is_file(), f"lopd demo would print no shipped result: {SHIPPED}"
+
+
+def test_an_interrupted_run_is_resumed_and_a_finished_one_that_lost_its_logs_retrained(tmp_path):
+    """The spec is written before training and the summary after: a folder with the spec alone was
+    interrupted (kept: the trainer resumes from its checkpoint); one with a summary but no complete curve
+    lost its logs, and one of another spec is stale (both deleted and retrained)."""
+    from harness.experiments.demo_runs import _save_spec, runs_to_train, wanted
+
+    cfg = DemoConfig(generations=16, rollouts_per_step=8)
+    ov = ["learner=grpo", "generations=16", "rollouts_per_step=8"]
+    want, other = wanted(ov), wanted([*ov, "optim.lr=1e-3"])
+    folders = {}
+    for name, spec, summary in (("interrupted", want, {}), ("lost", want, {"steps": 2}), ("stale", other, {})):
+        folders[name] = d = tmp_path / name
+        d.mkdir()
+        (d / "checkpoint-marker").write_text("x")
+        _save_spec(d, spec, summary)
+    todo = runs_to_train(cfg, [(RunSpec(n, "grpo"), 0, d, ov) for n, d in folders.items()])
+    assert [t[2].name for t in todo] == ["interrupted", "lost", "stale"]
+    assert (folders["interrupted"] / "checkpoint-marker").exists()
+    assert not folders["lost"].exists() and not folders["stale"].exists()
