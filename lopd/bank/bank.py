@@ -328,11 +328,17 @@ class ExperienceBank:
 
     def _embedder_identity(self) -> dict[str, Any]:
         m = self.config.model
-        name = (
-            DEFAULT_MODEL_NAME
-            if resolve_model(m) == resolve_model("default")
-            else os.path.basename(m.rstrip("/"))
-        )
+        if self._embedder is not None and not isinstance(self._embedder, Embedder):
+            # a caller's own embedder (e.g. the lexical HashingEmbedder): no model is involved, none is looked up
+            name = type(self._embedder).__name__
+        elif m == "default":
+            name = DEFAULT_MODEL_NAME
+        else:
+            try:
+                name = DEFAULT_MODEL_NAME if resolve_model(m) == resolve_model("default") else None
+            except FileNotFoundError:  # the default model's package is not installed: m is not it
+                name = None
+            name = name or os.path.basename(m.rstrip("/"))
         return {"model": m, "name": name, "dim": self.dim, "embed_text": self.config.embed_text}
 
     @classmethod

