@@ -90,6 +90,12 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "lopd train harness/configs/lopd.yaml": ("lopd prepare harness/configs/lopd.yaml",),
     "lopd export runs/lopd": ("lopd train harness/configs/lopd.yaml",),
     "lopd eval --env micro-v0 --split eval --model models/lopd-student": ("lopd export runs/lopd",),
+    "lopd traces export runs/eval-micro-base": ("lopd eval --env micro-v0 --split eval --model micro:pinned",),
+    "lopd stats runs/hf/eval-micro-base": (
+        "lopd traces export runs/eval-micro-base --out runs/hf/eval-micro-base --format hf",
+        "lopd traces export runs/eval-micro-base --out runs/hf/eval-micro-base.jsonl"),
+    "lopd traces import runs/hf/eval-micro-base": (
+        "lopd traces export runs/eval-micro-base --out runs/hf/eval-micro-base --format hf",),
     "lopd stats runs/eval-micro-base/traces.jsonl": (
         "lopd eval --env micro-v0 --split eval --model micro:pinned",
         "lopd eval --env micro-v0 --split eval --model models/lopd-student"),

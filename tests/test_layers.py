@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("envs", "harness", "lopd", "benchmarks")
 
 HARNESS_LAYERS = [
-    {"config", "atomic_dir", "metrics", "configs", "stats"},
+    {"config", "atomic_dir", "metrics", "configs", "stats", "traces"},
     {"models"},
     {"engines"},
     {"rollout", "distributed"},

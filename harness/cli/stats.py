@@ -1,4 +1,4 @@
-"""``lopd stats TRACES...``: tool-call behaviour statistics, tables and figures.
+"""``lopd stats TRACES...``: tool-call behaviour statistics, tables and figures (of traces or datasets of rows).
 
     lopd stats runs/base/traces.jsonl runs/lopd/traces.jsonl --by run --compare base lopd --plot figs/
 """
@@ -17,7 +17,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from harness.config import PosInt, arg_type
 
     p = subparsers.add_parser("stats", help="tool-call behaviour statistics from trace files")
-    p.add_argument("traces", nargs="+", help="trace JSONL files, or run directories (their traces.jsonl)")
+    p.add_argument("traces", nargs="+", help="trace JSONL files, run directories (their traces.jsonl), or datasets "
+                   "of OpenAI-style rows: save_to_disk folders, parquet, JSONL (docs/TRACES.md)")
     p.add_argument("--by", choices=["env", "learner", "run", "category"], default="run",
                    help="group episodes by this key (run: meta.run, else the file name; for traces.jsonl its folder's)")
     p.add_argument("--compare", nargs=2, metavar=("A", "B"), help="A -> B table with deltas (group names)")

@@ -138,6 +138,17 @@ CASES = [
     ("stats {d}/t.jsonl --out {d}/adir", "--out: {d}/adir is an existing folder"),
     ("stats {d}/t.jsonl --plot {d}/afile", "--plot: {d}/afile is an existing file"),
     ("stats {d}/t.jsonl --metrics {d}/t.jsonl", "--metrics needs --plot"),
+    # traces
+    ("traces export {d}/missing.jsonl --out {d}/x", "{d}/missing.jsonl"),
+    ("traces export {d}/adir --out {d}/x", "{d}/adir is a directory without a traces.jsonl"),
+    ("traces export {d}/t.jsonl --out {d}/afile", "--out: {d}/afile is an existing file"),
+    ("traces export {d}/t.jsonl --out {d}/adir --format openai-jsonl", "--out: {d}/adir is an existing folder"),
+    ("traces export {d}/t.jsonl --out {d}/x", "t.jsonl:1: ValueError: unknown trace version None"),
+    ("traces export {d}/t.jsonl --out {d}/x --format parquet", "invalid choice: 'parquet'"),
+    ("traces import {d}/missing --out {d}/x.jsonl", "{d}/missing: no such file or folder"),
+    ("traces import {d}/adir --out {d}/x.jsonl", "{d}/adir is not a dataset of rows"),
+    ("traces import {d}/t.jsonl --out {d}/x.jsonl", "no 'messages' column"),
+    ("traces import {d}/t.jsonl --out {d}/afile", "--out {d}/afile exists; pass --append"),
     # score
     ("score bfcl-v3 --results {d}/missing", "results folder not found: {d}/missing"),
     ("score acebench --results {d}/afile", "--results {d}/afile is not a folder"),
@@ -223,7 +234,7 @@ def test_enough_cases_over_every_command():
     commands = {c[0].split()[0] for c in CASES}
     assert len(CASES) >= 60
     assert commands == {"train", "demo", "pretrain", "prepare", "coldstart", "eval", "export", "bank", "stats",
-                        "score"}
+                        "score", "traces"}
 
 
 def test_a_closed_pipe_is_quiet():
