@@ -162,20 +162,37 @@ def result_path(job: dict[str, Any]) -> Path:
     return RESULTS / job["cell"] / f"{job['label']}-s{job['seed']}.json"
 
 
-def is_done(job: dict[str, Any]) -> bool:
-    """Whether the committed result of ``job`` trained the same run: its recorded settings agree with the
-    job's on every key they hold (a setting added to the code since, absent from the record, does not
-    retrain; a changed value does)."""
+def same_settings(saved: dict[str, Any], job: dict[str, Any]) -> bool:
+    """Whether a result trained ``job``'s run: its recorded settings agree with the job's on every key they
+    hold (a setting added to the code since, absent from the record, does not retrain; a changed value does)."""
     from harness.experiments.demo_runs import _flat
 
-    path = result_path(job)
-    if not path.is_file():
-        return False
-    saved = json.loads(path.read_text())
     if saved.get("version") != RESULT_VERSION:
         return False
     old, new = _flat(saved.get("settings") or {}), _flat(job["settings"])
     return bool(old) and all(k in new and new[k] == v for k, v in old.items())
+
+
+def is_done(job: dict[str, Any]) -> bool:
+    """Whether the job's own result file holds its run."""
+    path = result_path(job)
+    return path.is_file() and same_settings(json.loads(path.read_text()), job)
+
+
+def reuse(job: dict[str, Any], commit: bool) -> Path | None:
+    """A result of the same run under another row or cell (the margin cell's m = 0.05 is cell 1's learned
+    row), copied to the job's own file with its provenance; None when there is none."""
+    for path in sorted(RESULTS.glob("*/*.json")):
+        saved = json.loads(path.read_text())
+        if path != result_path(job) and "test" in saved and same_settings(saved, job):
+            dst = result_path(job)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_text(json.dumps({**saved, "cell": job["cell"], "label": job["label"],
+                                       "reused_from": str(path.relative_to(RESULTS))}, indent=1, sort_keys=True) + "\n")
+            if commit:
+                commit_file(dst, f"ablation: {job['cell']} {job['label']} seed {job['seed']} (reused)")
+            return dst
+    return None
 
 
 def plan_text(proto: AblationProtocol, cells: list[Cell]) -> str:
@@ -249,11 +266,15 @@ def write_result(job: dict[str, Any], run: dict[str, Any], commit: bool) -> Path
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
     if commit:
-        rel = str(path.relative_to(ROOT))  # --commit needs the result folder inside the repository
-        subprocess.run(["git", "add", "--", rel], cwd=ROOT, check=True)
-        subprocess.run(["git", "commit", "-q", "-m", f"ablation: {job['cell']} {job['label']} seed {job['seed']}",
-                        "--", rel], cwd=ROOT, check=True)
+        commit_file(path, f"ablation: {job['cell']} {job['label']} seed {job['seed']}")
     return path
+
+
+def commit_file(path: Path, message: str) -> None:
+    """Commit this one file (--commit needs the result folder inside the repository)."""
+    rel = str(path.relative_to(ROOT))
+    subprocess.run(["git", "add", "--", rel], cwd=ROOT, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", message, "--", rel], cwd=ROOT, check=True)
 
 
 def run_cell(proto: AblationProtocol, cell: Cell, commit: bool) -> None:
@@ -261,7 +282,7 @@ def run_cell(proto: AblationProtocol, cell: Cell, commit: bool) -> None:
     then evaluate each on the test tasks and write its result."""
     from harness.experiments.demo import run_pipeline
 
-    todo = [j for j in jobs_of(proto, cell) if not is_done(j)]
+    todo = [j for j in jobs_of(proto, cell) if not is_done(j) and reuse(j, commit) is None]
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for j in todo:
         groups.setdefault((j["recipe"], j["cfg"].generations), []).append(j)

@@ -74,3 +74,17 @@ def test_the_table_reports_each_rows_mean_and_interval_and_says_what_is_missing(
     assert "| paper-frozen | 0.500 [" in md and "| paper-learned | 0 of 3 runs done |" in md and "0.573" in md
     png = plot_diagnostics(tmp_path / "learned_vs_frozen", tmp_path / "d.png")
     assert png is not None and png.stat().st_size > 10_000
+
+
+def test_a_run_another_cell_already_trained_is_reused_with_its_provenance(proto, tmp_path):
+    """The margin cell's m = 0.05 row is cell 1's learned row of the winning recipe: not trained twice."""
+    first = ab.jobs_of(proto, proto.cells[0])
+    for j in first:
+        if j["label"].endswith("-learned"):
+            _write(j, {"t": 0.5}, {"0": {"t": 0.0}, "320": {"t": 0.9 if j["recipe"] == "paper" else 0.1}})
+    margin = [j for j in ab.jobs_of(proto, proto.cells[1]) if j["label"] == "m0.05"]
+    m0 = [j for j in ab.jobs_of(proto, proto.cells[1]) if j["label"] == "m0"]
+    assert all(ab.reuse(j, commit=False) for j in margin) and not any(ab.reuse(j, commit=False) for j in m0)
+    got = json.loads(ab.result_path(margin[0]).read_text())
+    assert got["label"] == "m0.05" and got["reused_from"] == "learned_vs_frozen/paper-learned-s1.json"
+    assert all(ab.is_done(j) for j in margin)
