@@ -64,8 +64,31 @@ def table_markdown(proto: Any, results: Path) -> str:
             seeds = ", ".join(f"s{k}: {v:.3f}" for k, v in s["per_seed"].items())
             out.append(f"| {row.label} | {s['mean']:.3f} [{s['lo']:.3f}, {s['hi']:.3f}] | {seeds} | "
                        f"{s['cold_starts']} | {s['val_auc']:.3f} | {paper} |")
-        out.append("")
+        out += paired_lines(cell, res) + [""]
     return "\n".join(out)
+
+
+def paired_lines(cell: Any, res: list[dict[str, Any]]) -> list[str]:
+    """For each recipe with a complete learned and frozen row: learned minus frozen on the test tasks, paired
+    by seed (the same seed and cold start in both rows), with a paired two-level bootstrap interval."""
+    from harness.stats.bootstrap import paired_difference
+
+    out = []
+    for row in cell.runs:
+        if not row.label.endswith("-learned"):
+            continue
+        recipe = row.label[: -len("-learned")]
+        a = {r["seed"]: r for r in res if r["label"] == row.label}
+        b = {r["seed"]: r for r in res if r["label"] == f"{recipe}-frozen"}
+        seeds = sorted(set(a) & set(b))
+        if not seeds or len(seeds) < len(row.seeds):
+            continue
+        tasks = sorted(set.intersection(*(set(x[s]["test"]) for x in (a, b) for s in seeds)))
+        RA, RB = (np.array([[x[s]["test"][t] for t in tasks] for s in seeds]) for x in (a, b))
+        d = paired_difference(RA, RB)
+        out.append(f"{recipe}: learned minus frozen {d['diff']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}] (p = {d['p']:.2f}; "
+                   f"seeds {seeds}, each pair sharing its cold start)")
+    return out
 
 
 PANELS = (("composer/anchor", "anchor distance"), ("composer/delta", "mean Delta"), ("composer/beta", "beta"),

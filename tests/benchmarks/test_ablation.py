@@ -88,3 +88,13 @@ def test_a_run_another_cell_already_trained_is_reused_with_its_provenance(proto,
     got = json.loads(ab.result_path(margin[0]).read_text())
     assert got["label"] == "m0.05" and got["reused_from"] == "learned_vs_frozen/paper-learned-s1.json"
     assert all(ab.is_done(j) for j in margin)
+
+
+def test_the_table_pairs_learned_with_frozen_seed_by_seed(proto, tmp_path):
+    for j in ab.jobs_of(proto, proto.cells[0]):
+        if j["recipe"] == "paper" and j["label"] in ("paper-learned", "paper-frozen"):
+            hit = 1.0 if j["label"] == "paper-frozen" else 0.0
+            _write(j, {"a": hit, "b": hit}, {"0": {"a": 0.0}, "320": {"a": 0.5}})
+    md = table_markdown(proto, tmp_path)
+    assert "paper: learned minus frozen -1.000 [-1.000, -1.000] (p = 0.00; seeds [1, 2, 3]" in md
+    assert "authors: learned minus frozen" not in md  # no complete pair of rows
