@@ -121,11 +121,12 @@ def plot_diagnostics(folder: Path, out: Path) -> Path | None:
         return None
     labels = list(dict.fromkeys(r["label"] for r in res))
     fig, axes = plt.subplots(3, 3, figsize=(13, 10))
+    color = {label: f"C{i}" for i, label in enumerate(labels)}  # a row's colour in every panel, data or not
     for ax, (key, title) in zip(axes.flat, PANELS):
         for label in labels:
             steps, ys = _mean_series([r for r in res if r["label"] == label], key)
             if steps:
-                ax.plot(steps, ys, marker="." if len(steps) < 30 else None, label=label)
+                ax.plot(steps, ys, marker="." if len(steps) < 30 else None, color=color[label], label=label)
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("step", fontsize=9)
     ax = axes.flat[len(PANELS)]
@@ -133,7 +134,7 @@ def plot_diagnostics(folder: Path, out: Path) -> Path | None:
         runs = [r for r in res if r["label"] == label]
         gens = sorted({int(g) for r in runs for g in r["val"]})
         ax.plot(gens, [np.mean([np.mean(list(r["val"][str(g)].values())) for r in runs if str(g) in r["val"]])
-                       for g in gens], marker="o", label=label)
+                       for g in gens], marker="o", color=color[label], label=label)
     ax.set_title("validation reward", fontsize=10)
     ax.set_xlabel("generations", fontsize=9)
     ax.legend(fontsize=8)  # every row has a validation curve
