@@ -165,12 +165,11 @@ def result_path(job: dict[str, Any]) -> Path:
 def same_settings(saved: dict[str, Any], job: dict[str, Any]) -> bool:
     """Whether a result trained ``job``'s run: its recorded settings agree with the job's on every key they
     hold (a setting added to the code since, absent from the record, does not retrain; a changed value does)."""
-    from harness.experiments.demo_runs import _flat
+    from harness.config import recorded_settings_agree
 
-    if saved.get("version") != RESULT_VERSION:
-        return False
-    old, new = _flat(saved.get("settings") or {}), _flat(job["settings"])
-    return bool(old) and all(k in new and new[k] == v for k, v in old.items())
+    recorded = saved.get("settings") or {}
+    return saved.get("version") == RESULT_VERSION and bool(recorded) and recorded_settings_agree(recorded,
+                                                                                                 job["settings"])
 
 
 def is_done(job: dict[str, Any]) -> bool:

@@ -297,6 +297,29 @@ def to_dict(cfg: Any) -> dict[str, Any]:
     return plain(cfg)
 
 
+def flat_keys(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested mapping by dotted key (an empty mapping stays one value).
+
+    >>> flat_keys({"optim": {"lr": 0.1}, "env": {}, "seed": 1})
+    {'optim.lr': 0.1, 'env': {}, 'seed': 1}
+    """
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and v:
+            out.update(flat_keys(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def recorded_settings_agree(recorded: dict[str, Any], now: dict[str, Any]) -> bool:
+    """Whether settings recorded with a finished run still describe the run ``now`` would train: they agree
+    on every key the record holds. A changed value (an edited file, a new default) disagrees; a setting
+    added to the code since, absent from the record, does not."""
+    new = flat_keys(now)
+    return all(k in new and new[k] == v for k, v in flat_keys(recorded).items())
+
+
 def parse_override(item: str) -> tuple[list[str], Any]:
     """``a.b=value`` -> (["a", "b"], value parsed as YAML, so 3 is int and [1,2] a list)."""
     if "=" not in item:

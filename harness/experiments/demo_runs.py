@@ -98,18 +98,10 @@ def same_run(saved: dict[str, Any] | None, want: dict[str, Any]) -> bool:
 
     if not isinstance(saved, dict) or saved.get("version") != want.get("version"):
         return False
-    old, new = _flat(saved.get("config") or {}), _flat(want.get("config") or {})
-    return overrides(saved) == overrides(want) and all(k in new and new[k] == v for k, v in old.items())
+    from harness.config import recorded_settings_agree
 
-
-def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict) and v:
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
+    return overrides(saved) == overrides(want) and recorded_settings_agree(saved.get("config") or {},
+                                                                           want.get("config") or {})
 
 
 def run_config(ov: list[str]) -> Any:

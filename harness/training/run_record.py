@@ -52,19 +52,9 @@ def _show(v: Any) -> str:
     return v if v == _UNSET else json.dumps(v)
 
 
-def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict) and v:
-            out.update(_flatten(v, f"{prefix}{k}."))
-        else:
-            out[prefix + k] = v
-    return out
-
-
 def flat_settings(cfg: TrainConfig) -> dict[str, Any]:
     """Every setting of ``cfg`` by dotted key; of the learner sections only the chosen learner's."""
-    from harness.config import to_dict
+    from harness.config import flat_keys, to_dict
     from harness.learners.registry import get_learner
 
     data = to_dict(cfg)
@@ -72,7 +62,7 @@ def flat_settings(cfg: TrainConfig) -> dict[str, Any]:
     mine = {k: v for k, v in data.items() if k in own}
     if cfg.learner_config is not None:
         mine[get_learner(cfg.learner).name] = to_dict(cfg.learner_config)
-    return _flatten(mine)
+    return flat_keys(mine)
 
 
 def is_free(key: str) -> bool:
