@@ -178,6 +178,17 @@ def composer_mask(tokenizer: Any, rows: list[list[int]], masks: list[list[int]],
     return aligned_subset(masks, scope)
 
 
+def dual_step(cfg: LOPDLearnerConfig, beta: float, delta: Tensor, counts: Tensor) -> tuple[float, float]:
+    """Phase 7. (mean Delta of the supervised rollouts, the dual variable after its ascent step from
+    ``beta``), computed on a fresh variable (the learner's is only read); no rollout: (0, beta)."""
+    if not delta.numel():
+        return 0.0, beta
+    dual = DualVariable(cfg.margin)
+    dual.value = beta
+    mean_delta = dual.mean_delta(delta, counts)
+    return mean_delta, dual.step(mean_delta)
+
+
 def reference_lopd_step(batch: StepBatch, *, student: nn.Module, composer: Composer, bank: Any,
                         tokenizer: Any, cfg: LOPDLearnerConfig, beta: float, env_id: str,
                         template_kwargs: dict[str, Any] | None = None) -> ReferenceStep:
@@ -238,13 +249,10 @@ def reference_lopd_step(batch: StepBatch, *, student: nn.Module, composer: Compo
     s_named = [(n, p) for n, p in student.named_parameters() if p.requires_grad]
     c_named = list(composer.named_trainable_parameters()) if train else []
     s_grads, c_grads = gradients(s_loss, s_named), gradients(c_loss, c_named)
-    dual = DualVariable(cfg.margin)  # a fresh one at beta: the learner's is only read
-    dual.value = beta
-    mean_delta = dual.mean_delta(terms.delta, c_mask[kept].sum(-1)) if terms.delta.numel() else 0.0
+    mean_delta, beta_next = dual_step(cfg, beta, terms.delta, c_mask[kept].sum(-1))
     return ReferenceStep(student_loss=float(s_loss.detach()), composer_loss=float(c_loss.detach()),
                          student_grads=s_grads, composer_grads=c_grads, mean_delta=mean_delta, beta=beta,
-                         beta_next=dual.step(mean_delta) if any(keep) else beta, n_tokens=n_tok,
-                         no_latent_frac=sum(1 for p in t_pos if not p) / len(rs))
+                         beta_next=beta_next, n_tokens=n_tok, no_latent_frac=sum(1 for p in t_pos if not p) / len(rs))
 
 
 def reference_step_of(learner: LOPDLearner, batch: StepBatch) -> ReferenceStep:
