@@ -21,7 +21,10 @@ import hashlib
 import json
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +43,8 @@ DIAGNOSTICS = ("composer/anchor", "composer/delta", "composer/beta", "composer/k
                "composer/lora_grad_norm", "composer/qformer_grad_norm", "composer/drift_kl", "composer/lora_moved",
                "composer/qformer_moved", "grad_norm", "distill_kl", "no_latent_frac", "composer/skipped_update")
 """Per-step metrics a result keeps (those a run logs)."""
+NOT_SETTINGS = ("out", "jobs", "threads", "progress", "seeds", "coldstart_checkpoints", "coldstart_checkpoint_every")
+"""Pipeline settings that do not change a run's weights (folders, parallelism, how often it saves)."""
 
 
 @dataclass
@@ -89,6 +94,9 @@ class AblationProtocol:
     """The cells."""
     cpu_minutes_per_1000: float = 31.0
     """Planning estimate: CPU-minutes per 1,000 training generations of an LOPD run here (640 took ~20)."""
+    commit_every_minutes: float = 60.0
+    """With ``--commit``: minutes between commits of the cold-start checkpoints that changed (each commit adds
+    a few MB to the repository, so not every save)."""
 
 
 def load(path: Path, overrides: list[str]) -> AblationProtocol:
@@ -108,6 +116,7 @@ def recipe_config(proto: AblationProtocol, recipe: str, out: Path, gens: int | N
 
     cfg = copy_config(proto.demo, out=str(out), eval_split="val", eval_tasks=proto.demo.val_tasks, threshold=None)
     cfg = load_config(DemoConfig, None, proto.recipe_demo.get(recipe, []), base=to_dict(cfg))
+    cfg.coldstart_checkpoints = str(RESULTS / "coldstarts")  # committed, so that a cold start resumes anywhere
     if gens is not None:
         cfg.generations = gens
     return cfg
@@ -127,7 +136,7 @@ def jobs_of(proto: AblationProtocol, cell: Cell) -> list[dict[str, Any]]:
             ov += ["checkpoint.every_steps=10", "checkpoint.keep=11"] if row.diagnostic else \
                 ["checkpoint.every_steps=5", "checkpoint.keep=1"]
             cfg = recipe_config(proto, recipe, ROOT / "runs" / "ablation" / recipe, row.generations)
-            demo = {k: v for k, v in asdict(cfg).items() if k not in ("out", "jobs", "threads", "progress", "seeds")}
+            demo = {k: v for k, v in asdict(cfg).items() if k not in NOT_SETTINGS}
             train = resolved_config(["learner=lopd", f"seed={seed}", *ov])
             for k in ("bank", "model"):
                 train.pop(k, None)  # filled in by the pipeline from the base and bank the demo settings name
@@ -269,11 +278,48 @@ def write_result(job: dict[str, Any], run: dict[str, Any], commit: bool) -> Path
     return path
 
 
-def commit_file(path: Path, message: str) -> None:
-    """Commit this one file (--commit needs the result folder inside the repository)."""
+_GIT = threading.Lock()
+
+
+def commit_file(path: Path, message: str) -> bool:
+    """Commit this file or folder when it changed (--commit needs the result folder inside the repository);
+    returns whether a commit was made."""
     rel = str(path.relative_to(ROOT))
-    subprocess.run(["git", "add", "--", rel], cwd=ROOT, check=True)
-    subprocess.run(["git", "commit", "-q", "-m", message, "--", rel], cwd=ROOT, check=True)
+    with _GIT:
+        subprocess.run(["git", "add", "--", rel], cwd=ROOT, check=True)
+        staged = subprocess.run(["git", "diff", "--cached", "--quiet", "--", rel], cwd=ROOT)
+        if staged.returncode == 0:
+            return False
+        subprocess.run(["git", "commit", "-q", "-m", message, "--", rel], cwd=ROOT, check=True)
+        return True
+
+
+@contextmanager
+def committing_checkpoints(folder: Path, every_s: float, enabled: bool) -> Iterator[None]:
+    """While the body runs, commit the cold-start checkpoints in ``folder`` that changed every ``every_s``
+    seconds, and once more at the end (also when the body fails): a long cold start then goes on from the
+    last commit on another machine."""
+    if not enabled:
+        yield
+        return
+    stop = threading.Event()
+
+    def commit() -> None:
+        if folder.is_dir() and commit_file(folder, "ablation: cold-start checkpoints"):
+            print(f"[ablation] committed the checkpoints in {folder}", flush=True)
+
+    def loop() -> None:
+        while not stop.wait(every_s):
+            commit()
+
+    thread = threading.Thread(target=loop, daemon=True, name="checkpoint-commits")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        commit()
 
 
 def run_cell(proto: AblationProtocol, cell: Cell, commit: bool) -> None:
@@ -343,8 +389,9 @@ def main(argv: list[str] | None = None) -> int:
     print(plan_text(proto, cells), flush=True)
     if args.plan or not args.cell:
         return 0
-    for cell in cells:
-        run_cell(proto, cell, args.commit)
+    with committing_checkpoints(RESULTS / "coldstarts", proto.commit_every_minutes * 60, args.commit):
+        for cell in cells:
+            run_cell(proto, cell, args.commit)
     return 0
 
 

@@ -8,6 +8,7 @@ config as ``lopd train`` (``lopd.coldstart.*``, ``lopd.composer.*``, ``bank.*``)
 
     lopd coldstart harness/configs/lopd.yaml --traces runs/base/traces.jsonl lopd.coldstart.steps=200
     lopd train harness/configs/lopd.yaml        # its lopd.composer_init is runs/lopd/composer_coldstart.pt
+    lopd coldstart ... --checkpoint runs/cs.pt  # a killed run, started again, resumes from runs/cs.pt
 
 The output file holds the composer's trainable weights, which are also the anchor c_phi0. The run
 itself is :func:`harness.training.coldstart.run_coldstart`. On the micro world ``lopd prepare`` makes the
@@ -26,6 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--traces", nargs="+", required=True, metavar="FILE",
                    help="trace JSONL files with successful base-model episodes (training split)")
     p.add_argument("--out", default=None, help="output file (default: RUN_DIR/composer_coldstart.pt)")
+    p.add_argument("--checkpoint", default=None, metavar="FILE",
+                   help="resume from this file when it exists, and save the state there (every "
+                        "--checkpoint-every steps and at the end): a killed cold start goes on where it stopped")
+    p.add_argument("--checkpoint-every", type=int, default=50, metavar="N", help="steps between checkpoints")
     p.set_defaults(func=run)
 
 
@@ -44,8 +49,12 @@ def run(args: argparse.Namespace) -> int:
     if not traces:
         raise ValueError("--traces names no file")
     check_input_files(traces, "--traces")
-    if args.out:
-        check_output(args.out, "--out", folder=False)
-    out = run_coldstart(load_train_config(path, overrides), traces, args.out)  # as lopd train resolves it
+    for flag, value in (("--out", args.out), ("--checkpoint", args.checkpoint)):
+        if value:
+            check_output(value, flag, folder=False)
+    if args.checkpoint_every < 0:
+        raise ValueError(f"--checkpoint-every must be >= 0, got {args.checkpoint_every}")
+    out = run_coldstart(load_train_config(path, overrides), traces, args.out,  # as lopd train resolves it
+                        args.checkpoint, args.checkpoint_every)
     print(f"wrote {out}; train with lopd.composer_init={out}")
     return 0

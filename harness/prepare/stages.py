@@ -82,6 +82,12 @@ class StageConfig:
     """Cold-start pairs per step."""
     coldstart_lr: PosFloat = 1e-4
     """Cold-start learning rate (the paper's 1e-5 is for 4B-8B backbones)."""
+    coldstart_checkpoints: str = ""
+    """Folder of resumable cold-start checkpoints, one ``coldstart-<key>.pt`` each, saved every
+    ``coldstart_checkpoint_every`` steps and kept when finished (a folder in the repository lets a long cold
+    start go on from a commit on another machine); empty: beside the cached composer."""
+    coldstart_checkpoint_every: NonNegInt = 50
+    """Cold-start steps between checkpoints (0: none until it finishes)."""
     progress: bool = True
     """tqdm progress bars."""
 
@@ -111,6 +117,18 @@ class Base:
 def _key(*parts: Any) -> str:
     blob = json.dumps([CACHE_VERSION, *parts], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _portable(path: str | Path) -> str:
+    """A path as a key holds it: relative to the cache root or the repository when inside one (their folder
+    names hold their own keys), so that a key does not change with where the cache or the checkout is."""
+    from envs.micro.world import cache_root
+
+    p = Path(path).expanduser().resolve()
+    for root in (cache_root().resolve(), Path(__file__).resolve().parents[2]):
+        if p.is_relative_to(root):
+            return p.relative_to(root).as_posix()
+    return str(path)
 
 
 def _play(base: Base, cfg: StageConfig, ids: list[str], out: Path, desc: str, phase: str,
@@ -248,7 +266,7 @@ def coldstart_traces_dir(base: Base, cfg: StageConfig, bank: Path, cache: Path) 
     """The cached folder of the base's referenced episodes (``traces.jsonl``, ``info.json``): each of
     ``coldstart_tasks`` training tasks played once with its top-1 bank experience (never its own) framed
     in as a text reference."""
-    target = cache / f"cstraces-{_key('cstraces', str(bank), cfg.coldstart_tasks, cfg.bank_temperature)}"
+    target = cache / f"cstraces-{_key('cstraces', _portable(bank), cfg.coldstart_tasks, cfg.bank_temperature)}"
 
     def build(tmp: Path) -> None:
         from lopd.bank import ExperienceBank
@@ -276,14 +294,18 @@ def coldstart_key(cfg: StageConfig, train_cfg: Any, bank: Path, traces: list[Pat
     lo = train_cfg.lopd
     settings = replace(lo.coldstart, steps=cfg.coldstart_steps, batch_size=cfg.coldstart_batch,
                        lr=cfg.coldstart_lr)
-    return _key("coldstart", str(bank), [str(t) for t in traces], asdict(lo.composer), asdict(settings),
-                lo.n_retrieved, lo.allow_self_retrieval, framing_text(lo.framing), lo.composer_seed, train_cfg.model.path)
+    return _key("coldstart", _portable(bank), [_portable(t) for t in traces], asdict(lo.composer),
+                asdict(settings), lo.n_retrieved, lo.allow_self_retrieval, framing_text(lo.framing), lo.composer_seed,
+                _portable(train_cfg.model.path))
 
 
 def coldstart(cfg: StageConfig, train_cfg: Any, overrides: list[str], bank: Path, traces: list[Path],
               cache: Path) -> tuple[Path, bool]:
-    """The cold-start composer file for this run's composer settings (built once, then cached)."""
-    target = cache / f"coldstart-{coldstart_key(cfg, train_cfg, bank, traces)}"
+    """The cold-start composer file for this run's composer settings (built once, then cached; resumed from
+    its checkpoint in ``cfg.coldstart_checkpoints`` when one is there)."""
+    name = f"coldstart-{coldstart_key(cfg, train_cfg, bank, traces)}"
+    target = cache / name
+    ckpt = Path(cfg.coldstart_checkpoints or cache) / f"{name}.pt"
 
     def build(tmp: Path) -> None:
         from harness.config import load_config
@@ -294,9 +316,12 @@ def coldstart(cfg: StageConfig, train_cfg: Any, overrides: list[str], bank: Path
         ov += [f"run_dir={tmp}", f"lopd.coldstart.steps={cfg.coldstart_steps}",
                f"lopd.coldstart.batch_size={cfg.coldstart_batch}", f"lopd.coldstart.lr={cfg.coldstart_lr}",
                f"log.progress={str(cfg.progress).lower()}"]
-        run_coldstart(load_config(TrainConfig, None, ov), [str(t) for t in traces], tmp / "composer.pt")
+        run_coldstart(load_config(TrainConfig, None, ov), [str(t) for t in traces], tmp / "composer.pt",
+                      ckpt, cfg.coldstart_checkpoint_every)
 
     built = build_dir(target, build, "DONE")
+    if not cfg.coldstart_checkpoints:
+        ckpt.unlink(missing_ok=True)  # the cached composer holds it now
     return target / "composer.pt", built
 
 

@@ -78,11 +78,15 @@ def load_composer(cfg: TrainConfig) -> tuple[Any, Any]:
     return composer, tok
 
 
-def train_composer(composer: Any, examples: list, cfg: TrainConfig, metrics: Path) -> None:
+def train_composer(composer: Any, examples: list, cfg: TrainConfig, metrics: Path,
+                   checkpoint: Path | None = None, every: int = 0) -> None:
     """``cfg.lopd.coldstart.steps`` cold-start steps on batches drawn epoch by epoch from ``examples``,
     one ``metrics`` line each; then the warmed composer becomes its own anchor. The batches' order follows
     ``lopd.composer_seed``, not the run's seed: a cold start is a function of the composer settings, so one
-    cached cold start serves every seed of a comparison."""
+    cached cold start serves every seed of a comparison.
+
+    With ``checkpoint``, the state (composer, optimiser, batch order, RNG) is saved there every ``every``
+    steps and a saved one is resumed from: a resumed cold start computes the same weights as an unbroken one."""
     from tqdm import tqdm
 
     from harness.metrics import MetricsLogger
@@ -93,18 +97,88 @@ def train_composer(composer: Any, examples: list, cfg: TrainConfig, metrics: Pat
     opt = make_coldstart_optimizer(composer, cs)
     order_seed = derive_seed(cfg.lopd.composer_seed, "coldstart")
     sampler = EpochSampler([str(i) for i in range(len(examples))], order_seed)
+    shape = {"examples": _fingerprint(examples), "steps": cs.steps, "batch_size": cs.batch_size} if checkpoint else {}
+    rows = load_checkpoint(checkpoint, shape, composer, opt, sampler) if checkpoint else []
+    start = len(rows)
+    metrics.unlink(missing_ok=True)
     with MetricsLogger(metrics) as log:
-        for step in tqdm(range(1, cs.steps + 1), desc="coldstart", disable=not cfg.log.progress):
+        for row in rows:
+            log.write(row)
+        for step in tqdm(range(start + 1, cs.steps + 1), desc="coldstart", initial=start, total=cs.steps,
+                         disable=not cfg.log.progress):
             batch = [examples[int(i)] for i in sampler.take(cs.batch_size)]
             stats = coldstart_step(composer, batch, opt, cs)
-            log.write({"step": step, **{f"coldstart/{k}": v for k, v in stats.items()}})
+            rows.append({"step": step, **{f"coldstart/{k}": v for k, v in stats.items()}})
+            log.write(rows[-1])
+            if checkpoint and every > 0 and step % every == 0 and step < cs.steps:
+                save_checkpoint(checkpoint, shape, rows, composer, opt, sampler)
     composer.set_anchor()
+    if checkpoint:
+        save_checkpoint(checkpoint, shape, rows, composer, None, sampler)
 
 
-def run_coldstart(cfg: TrainConfig, traces: Sequence[str], out: str | Path | None = None) -> Path:
+def _fingerprint(examples: list) -> str:
+    """What identifies the pairs a checkpoint was trained on: their count and a hash of their tokens."""
+    import hashlib
+    import json
+
+    data = json.dumps([[e.task, e.experiences, e.input_ids, e.loss_mask] for e in examples]).encode()
+    return f"{len(examples)}:{hashlib.sha256(data).hexdigest()[:16]}"
+
+
+def _optimizers(opt: Any) -> dict[str, Any]:
+    return opt if isinstance(opt, dict) else {"all": opt}
+
+
+def save_checkpoint(path: Path, shape: dict[str, int], rows: list[dict], composer: Any, opt: Any,
+                    sampler: Any) -> None:
+    """Write the cold start's state after ``len(rows)`` steps (``rows``: their metric lines) to ``path``
+    atomically; a finished one (``opt`` None) without the optimiser's state, which nothing reads again."""
+    import os
+
+    import torch
+
+    state = {"version": 1, "shape": shape, "step": len(rows), "metrics": rows,
+             "composer": composer.trainable_state_dict(), "sampler": sampler.state_dict(), "rng": torch.get_rng_state(),
+             "optim": None if opt is None else {k: o.state_dict() for k, o in _optimizers(opt).items()}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path: Path, shape: dict[str, int], composer: Any, opt: Any, sampler: Any) -> list[dict]:
+    """Restore a saved cold start into ``composer``, ``opt`` and ``sampler``; returns the metric lines of its
+    steps (none when ``path`` does not exist). A checkpoint of another cold start (other pairs, steps or
+    batch size) is an error, not silently resumed."""
+    import torch
+
+    if not path.is_file():
+        return []
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # a truncated or foreign file
+        raise ValueError(f"cold-start checkpoint {path} cannot be read ({e}); delete it to start over") from e
+    if not isinstance(state, dict) or state.get("version") != 1 or state.get("shape") != shape:
+        got = state.get("shape") if isinstance(state, dict) else None
+        raise ValueError(f"cold-start checkpoint {path} is of another cold start ({got}, this one {shape}); "
+                         "delete it to start over")
+    composer.load_trainable_state_dict(state["composer"])
+    sampler.load_state_dict(state["sampler"])
+    torch.set_rng_state(state["rng"])
+    if state["optim"] is not None:
+        for k, o in _optimizers(opt).items():
+            o.load_state_dict(state["optim"][k])
+    print(f"cold start: resumed at step {state['step']} of {shape['steps']} from {path}")
+    return list(state["metrics"])
+
+
+def run_coldstart(cfg: TrainConfig, traces: Sequence[str], out: str | Path | None = None,
+                  checkpoint: str | Path | None = None, every: int = 50) -> Path:
     """Warm the composer of ``cfg`` on the pairs of ``traces`` and save its trainable weights (also its
     anchor) to ``out`` (default ``RUN_DIR/composer_coldstart.pt``); metrics go to
-    ``RUN_DIR/coldstart_metrics.jsonl``. Returns the saved file."""
+    ``RUN_DIR/coldstart_metrics.jsonl``. With ``checkpoint``, resumable from that file, saved every
+    ``every`` steps (:func:`train_composer`). Returns the saved file."""
     import torch
 
     from harness.learners.privileged import load_bank
@@ -120,7 +194,8 @@ def run_coldstart(cfg: TrainConfig, traces: Sequence[str], out: str | Path | Non
     run_dir = Path(cfg.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     out = Path(out) if out else run_dir / "composer_coldstart.pt"
-    train_composer(composer, examples, cfg, run_dir / "coldstart_metrics.jsonl")
+    train_composer(composer, examples, cfg, run_dir / "coldstart_metrics.jsonl",
+                   Path(checkpoint) if checkpoint else None, every)
     out.parent.mkdir(parents=True, exist_ok=True)
     torch.save(composer.trainable_state_dict(), out)
     return out

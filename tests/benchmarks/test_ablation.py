@@ -98,3 +98,35 @@ def test_the_table_pairs_learned_with_frozen_seed_by_seed(proto, tmp_path):
     md = table_markdown(proto, tmp_path)
     assert "paper: learned minus frozen -1.000 [-1.000, -1.000] (p = 0.00; seeds [1, 2, 3]" in md
     assert "authors: learned minus frozen" not in md  # no complete pair of rows
+
+
+def test_the_cold_start_checkpoints_are_committed_while_a_cell_runs_and_at_its_end(tmp_path, monkeypatch):
+    import subprocess
+    import time
+
+    def git(*a):
+        return subprocess.run(["git", *a], cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "root")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "t"), monkeypatch.setenv("GIT_AUTHOR_EMAIL", "t@t")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "t"), monkeypatch.setenv("GIT_COMMITTER_EMAIL", "t@t")
+    monkeypatch.setattr(ab, "ROOT", tmp_path)
+    folder = tmp_path / "coldstarts"
+    (tmp_path / "other.txt").write_text("not committed")
+    with ab.committing_checkpoints(folder, 0.05, enabled=True):
+        folder.mkdir()
+        (folder / "coldstart-a.pt").write_bytes(b"step 50")
+        deadline = time.monotonic() + 30
+        while "coldstart-a.pt" not in git("ls-files") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "coldstart-a.pt" in git("ls-files")  # committed while the body still runs
+        (folder / "coldstart-a.pt").write_bytes(b"step 100")
+        time.sleep(0.2)
+        (folder / "coldstart-a.pt").write_bytes(b"step 150")
+    assert git("show", "HEAD:coldstarts/coldstart-a.pt") == "step 150"  # the end's state, committed
+    assert "other.txt" not in git("ls-files")  # nothing but the checkpoints
+    n = len(git("log", "--oneline").splitlines())
+    with ab.committing_checkpoints(folder, 0.05, enabled=True):
+        time.sleep(0.2)
+    assert len(git("log", "--oneline").splitlines()) == n  # no change, no commit

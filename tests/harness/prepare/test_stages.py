@@ -55,3 +55,22 @@ def test_a_changed_cold_start_recipe_never_reuses_a_cached_composer(tmp_path):
     assert base == key("seed=7") and len({base, *changed}) == len(changed) + 1  # the run's seed is not in it
     assert coldstart_key(cfg, load_config(TrainConfig, root / "harness" / "configs" / "lopd.yaml"),
                          tmp_path / "bank-def", traces) != base
+
+
+def test_the_cold_start_key_does_not_change_with_where_the_cache_is(tmp_path, monkeypatch):
+    """A cold start's checkpoint committed on one machine is found on another, under another cache root."""
+    from harness.config import load_config
+    from harness.prepare.stages import coldstart_key
+    from harness.training.train_config import TrainConfig
+
+    def key(root: Path) -> str:
+        monkeypatch.setenv("LOPD_CACHE_DIR", str(root))
+        bank = root / "demo" / "bank-abc"
+        tcfg = load_config(TrainConfig, None, [f"model.path={root / 'base' / 'r14-def'}"])
+        return coldstart_key(StageConfig(), tcfg, bank, [bank / "base_traces.jsonl"])
+
+    assert key(tmp_path / "one") == key(tmp_path / "two")
+    monkeypatch.setenv("LOPD_CACHE_DIR", str(tmp_path / "one"))
+    tcfg = load_config(TrainConfig, None, [f"model.path={tmp_path / 'one' / 'base' / 'r14-def'}"])
+    other = tmp_path / "one" / "demo" / "bank-xyz"
+    assert coldstart_key(StageConfig(), tcfg, other, [other / "base_traces.jsonl"]) != key(tmp_path / "one")
