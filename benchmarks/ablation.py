@@ -283,15 +283,26 @@ _GIT = threading.Lock()
 
 def commit_file(path: Path, message: str) -> bool:
     """Commit this file or folder when it changed (--commit needs the result folder inside the repository);
-    returns whether a commit was made."""
+    returns whether a commit was made. Commits only ``path``, so it can run in a checkout someone is working
+    in; a git lock held by them is waited out, and a commit that still fails is reported, not raised (the
+    file stays in the working tree and the next commit takes it)."""
     rel = str(path.relative_to(ROOT))
     with _GIT:
-        subprocess.run(["git", "add", "--", rel], cwd=ROOT, check=True)
-        staged = subprocess.run(["git", "diff", "--cached", "--quiet", "--", rel], cwd=ROOT)
-        if staged.returncode == 0:
-            return False
-        subprocess.run(["git", "commit", "-q", "-m", message, "--", rel], cwd=ROOT, check=True)
-        return True
+        for attempt in range(20):
+            add = subprocess.run(["git", "add", "--", rel], cwd=ROOT, capture_output=True, text=True)
+            staged = subprocess.run(["git", "diff", "--cached", "--quiet", "--", rel], cwd=ROOT)
+            if add.returncode == 0 and staged.returncode == 0:
+                return False
+            done = add.returncode == 0 and subprocess.run(
+                ["git", "commit", "-q", "-m", message, "--", rel], cwd=ROOT, capture_output=True, text=True)
+            if done and done.returncode == 0:
+                return True
+            err = (done.stderr if done else add.stderr).strip()
+            if "index.lock" not in err:
+                break
+            time.sleep(3)
+        print(f"[ablation] could not commit {rel}: {err}", file=sys.stderr, flush=True)
+        return False
 
 
 @contextmanager

@@ -130,3 +130,32 @@ def test_the_cold_start_checkpoints_are_committed_while_a_cell_runs_and_at_its_e
     with ab.committing_checkpoints(folder, 0.05, enabled=True):
         time.sleep(0.2)
     assert len(git("log", "--oneline").splitlines()) == n  # no change, no commit
+
+
+def test_a_commit_waits_out_a_git_lock_and_leaves_what_others_staged(tmp_path, monkeypatch):
+    import subprocess
+
+    def git(*a):
+        return subprocess.run(["git", *a], cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q")
+    for k in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{k}_NAME", "t"), monkeypatch.setenv(f"GIT_{k}_EMAIL", "t@t")
+    git("commit", "-q", "--allow-empty", "-m", "root")
+    monkeypatch.setattr(ab, "ROOT", tmp_path)
+    monkeypatch.setattr(ab.time, "sleep", lambda s: lock.unlink(missing_ok=True))  # the other user finishes
+    (tmp_path / "mine.txt").write_text("staged by the person working here")
+    git("add", "mine.txt")
+    (tmp_path / "result.json").write_text("{}")
+    lock = tmp_path / ".git" / "index.lock"
+    lock.write_text("")  # someone else's git command holds the index
+    assert ab.commit_file(tmp_path / "result.json", "result")
+    assert git("show", "--name-only", "--format=", "HEAD").split() == ["result.json"]
+    assert "mine.txt" in git("diff", "--cached", "--name-only")  # still staged, not committed
+
+
+def test_a_commit_that_cannot_be_made_is_reported_not_raised(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(ab, "ROOT", tmp_path)  # not a git repository
+    (tmp_path / "result.json").write_text("{}")
+    assert not ab.commit_file(tmp_path / "result.json", "result")
+    assert "could not commit result.json" in capsys.readouterr().err
