@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import logging
 import os
 import shlex
 import sys
@@ -34,6 +35,17 @@ STDERR_TAIL = 2000
 """Characters of the server's stderr quoted when it fails to start."""
 _CLOSE_GRACE = 10.0
 """Seconds ``close`` waits for the SDK's shutdown (stdin close, 2 s grace, SIGTERM, 2 s, SIGKILL)."""
+
+
+class _QuietGarbage(logging.Filter):
+    """Drops the SDK's traceback for a stdout line that is not JSON-RPC (a server's stray print): the
+    session counts such lines (``McpSession.garbage_lines``) and goes on, as the SDK does."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Failed to parse JSONRPC message")
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_QuietGarbage())
 
 
 class McpStartError(RuntimeError):
@@ -102,6 +114,8 @@ class McpSession:
         self._stop: asyncio.Event | None = None
         self._done: concurrent.futures.Future | None = None
         self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+        self.garbage_lines = 0
+        """Lines of the server's stdout that were not JSON-RPC (skipped)."""
 
     @property
     def where(self) -> str:
@@ -111,13 +125,20 @@ class McpSession:
     def alive(self) -> bool:
         return self._session is not None and self._done is not None and not self._done.done()
 
-    def stderr_tail(self) -> str:
+    def stderr_tail(self, since: int = 0) -> str:
+        """The end of what the server wrote to stderr (from byte ``since`` on)."""
         try:
             self._stderr.flush()
-            self._stderr.seek(0)
+            self._stderr.seek(since)
             return self._stderr.read()[-STDERR_TAIL:]
         except (OSError, ValueError):
             return ""
+
+    def _stderr_size(self) -> int:
+        try:
+            return os.fstat(self._stderr.fileno()).st_size
+        except (OSError, ValueError):
+            return 0
 
     # ---- lifecycle -------------------------------------------------------------------------
     def start(self) -> list[Any]:
@@ -141,7 +162,7 @@ class McpSession:
                 read, write = await stack.enter_async_context(self._transport())
                 from mcp import ClientSession
 
-                session = await stack.enter_async_context(ClientSession(read, write))
+                session = await stack.enter_async_context(ClientSession(read, write, message_handler=self._on_message))
                 await asyncio.wait_for(session.initialize(), self.start_timeout)
                 tools = await asyncio.wait_for(_list_tools(session), self.start_timeout)
                 self._session = session
@@ -163,6 +184,10 @@ class McpSession:
         params = StdioServerParameters(command=sys.executable, args=[GUARD, str(os.getpid()), "--", *self.command],
                                        env=self.env, cwd=self.cwd, encoding_error_handler="replace")
         return stdio_client(params, errlog=self._stderr)
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):  # a line the transport could not parse
+            self.garbage_lines += 1
 
     def close(self) -> None:
         """End the session; the SDK stops the server's process group. Idempotent, never raises."""
@@ -187,6 +212,7 @@ class McpSession:
         if session is None or not self.alive:
             return CallOutcome(f"Error: the MCP server is not running (it exited or was closed); "
                                f"{name} was not called.", "server_error")
+        before = self._stderr_size()
         fut = asyncio.run_coroutine_threadsafe(
             asyncio.wait_for(session.call_tool(name, arguments or {}), timeout), _Loop.get())
         try:
@@ -195,12 +221,26 @@ class McpSession:
             fut.cancel()
             return CallOutcome(f"Error: {name} did not answer within {timeout:g} s.", "timeout")
         except Exception as e:  # noqa: BLE001 - a protocol error or a dead connection is an observation
-            return CallOutcome(f"Error: calling {name} failed: {type(e).__name__}: {e}"[:2000], "server_error")
+            return CallOutcome(self._failure(name, e, before), "server_error")
         text = result_text(result)
         if result.is_error:
             return CallOutcome(f"Error: {text}" if not text.startswith("Error") else text, "tool_error",
                                result.structured_content)
         return CallOutcome(text, None, result.structured_content)
+
+
+    def _failure(self, name: str, e: Exception, stderr_from: int) -> str:
+        """A call that got no answer, for the model; a closed connection ends the session, and the
+        text then quotes what the server wrote to stderr during the call (its last words)."""
+        from mcp_types import CONNECTION_CLOSED
+
+        text = f"Error: calling {name} failed: {type(e).__name__}: {e}"[:1000]
+        if getattr(e, "code", None) != CONNECTION_CLOSED:
+            return text
+        self._session = None  # every later call answers "not running" at once
+        tail = self.stderr_tail(stderr_from).strip()[-500:]
+        return (f"Error: calling {name} failed: the connection to the MCP server closed (it exited or crashed)"
+                + (f"; its stderr ends:\n{tail}" if tail else "."))
 
 
 async def _list_tools(session: Any) -> list[Any]:
