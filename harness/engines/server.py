@@ -37,7 +37,7 @@ from typing import Annotated, Any, Literal
 from harness.engines.base import (EmbedOverride, Engine, EngineError, GenerationOutput, SamplingParams, ScoreOutput,
                                   row_seed)
 from harness.config import NonNegFloat, NonNegInt, PosFloat, PosInt
-from harness.engines.http import ServerUnavailableError
+from harness.engines.http import HTTPStatusError, ServerUnavailableError
 
 EngineKind = Literal["hf", "vllm", "sglang"]
 _VLLM_VENV_PYTHON = Path(__file__).resolve().parents[2] / ".venv-vllm" / "bin" / "python"
@@ -129,6 +129,12 @@ class Server:
                 p.wait(grace if sig == signal.SIGTERM else 5.0)
             except subprocess.TimeoutExpired:
                 pass
+
+
+def _engine_died(e: HTTPStatusError) -> bool:
+    """vLLM answers 500 "EngineCore encountered an issue" once its engine process is dead (killed, or
+    crashed), in the moment before its API server exits too: the server is gone, not the request bad."""
+    return e.status == 500 and "EngineCore encountered an issue" in f"{e} {e.detail}"
 
 
 def log_tail(path: Path, lines: int = 15) -> str:
@@ -260,7 +266,9 @@ class ServerPool(Engine):
             self._load[k] += 1
         try:
             return fn(self.engines[k])
-        except ServerUnavailableError as e:
+        except (ServerUnavailableError, HTTPStatusError) as e:
+            if isinstance(e, HTTPStatusError) and not _engine_died(e):
+                raise
             raise ServerUnavailableError(f"{e}\nserver: {self.servers[k].describe()}") from None
         finally:
             with self._lock:

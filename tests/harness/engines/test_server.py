@@ -67,6 +67,33 @@ def test_a_dead_server_is_named_with_its_log(tmp_path):
         pool.close()
 
 
+class _Http500Engine(StubEngine):
+    def __init__(self, detail):
+        super().__init__("a")
+        self.detail = detail
+
+    def generate(self, prompts, params, overrides):
+        from harness.engines.http import HTTPStatusError
+
+        raise HTTPStatusError(f"vLLM POST /v1/completions failed with HTTP 500: {self.detail}", 500, self.detail)
+
+
+@pytest.mark.parametrize("detail, dead", [
+    ('{"error":{"message":"EngineCore encountered an issue. See stack trace (above) for the root cause."}}', True),
+    ('{"error":{"message":"prompt too long"}}', False),
+])
+def test_vllm_s_engine_death_500_is_the_server_unavailable_and_other_500s_are_not(detail, dead):
+    # vLLM answers this 500 in the moment between its engine process dying and its API server exiting
+    from harness.engines.http import HTTPStatusError
+
+    pool = ServerPool([_Http500Engine(detail)], [Server("http://10.0.0.7:8000")])
+    try:
+        with pytest.raises(ServerUnavailableError if dead else HTTPStatusError, match="HTTP 500"):
+            pool.generate([[1, 2]], SamplingParams())
+    finally:
+        pool.close()
+
+
 def test_launch_logs_and_stops_the_whole_process_group(tmp_path):
     """A 'server' that never answers /health: its exit is reported with its log; stop() ends its
     process group, children included."""
