@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick venv vllm sandbox-image pin-base clean
+.PHONY: demo test test-quick venv openenv vllm sandbox-image pin-base clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,11 @@ $(VLLM_STAMP):
 	touch $(VLLM_STAMP)
 
 vllm: $(VLLM_STAMP)
+
+# `lopd serve`'s venv (.venv-openenv): OpenEnv's server imports fastmcp 3, which pins mcp < 2, so it runs in an
+# overlay on .venv (envs/serving/venv.py). `lopd serve` builds it on first use too.
+openenv: $(STAMP)
+	$(PY) -m envs.serving.venv
 
 # The docker sandbox image: debootstrap a minimal Debian with python3, then `docker import` (root, debootstrap,
 # docker and a Debian mirror). Skips when the current image is already there; FORCE=1 rebuilds.

@@ -130,6 +130,9 @@ class _Live:
 
 
 def _env_id(env: Any) -> str:
+    served = getattr(getattr(env, "unwrapped", env), "env_id", None)  # lopd/remote-v0 names the env it plays
+    if isinstance(served, str) and served:
+        return served
     spec = getattr(env, "spec", None)
     return getattr(spec, "id", None) or type(getattr(env, "unwrapped", env)).__name__
 

@@ -13,7 +13,7 @@ HARNESS_LAYERS = [
     {"config", "atomic_dir", "metrics", "configs", "stats", "traces"},
     {"models"},
     {"engines"},
-    {"rollout", "distributed"},
+    {"rollout", "distributed", "env_source"},
     {"learners"},
     {"training"},
     {"evaluation"},

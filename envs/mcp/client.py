@@ -82,6 +82,15 @@ class _Loop:
             return cls._loop
 
 
+def sdk_field(obj: Any, name: str) -> Any:
+    """``obj.name`` on the 2.x SDK's models, ``obj.nameInCamelCase`` on 1.x's (``lopd serve`` runs this
+    client under 1.x, the MCP SDK OpenEnv's server needs)."""
+    if hasattr(obj, name):
+        return getattr(obj, name)
+    head, *rest = name.split("_")
+    return getattr(obj, head + "".join(w.title() for w in rest), None)
+
+
 def result_text(result: Any) -> str:
     """An MCP ``CallToolResult``'s content as one string (text blocks joined; other blocks named)."""
     parts = []
@@ -92,9 +101,9 @@ def result_text(result: Any) -> str:
         elif kind == "resource" and hasattr(block.resource, "text"):
             parts.append(block.resource.text)
         else:
-            parts.append(f"[{kind or type(block).__name__} content: {getattr(block, 'mime_type', '') or ''}]")
-    if not parts and result.structured_content is not None:
-        parts.append(json.dumps(result.structured_content, ensure_ascii=False, default=str))
+            parts.append(f"[{kind or type(block).__name__} content: {sdk_field(block, 'mime_type') or ''}]")
+    if not parts and sdk_field(result, "structured_content") is not None:
+        parts.append(json.dumps(sdk_field(result, "structured_content"), ensure_ascii=False, default=str))
     return "\n".join(parts)
 
 
@@ -223,10 +232,10 @@ class McpSession:
         except Exception as e:  # noqa: BLE001 - a protocol error or a dead connection is an observation
             return CallOutcome(self._failure(name, e, before), "server_error")
         text = result_text(result)
-        if result.is_error:
-            return CallOutcome(f"Error: {text}" if not text.startswith("Error") else text, "tool_error",
-                               result.structured_content)
-        return CallOutcome(text, None, result.structured_content)
+        structured = sdk_field(result, "structured_content")
+        if sdk_field(result, "is_error"):
+            return CallOutcome(f"Error: {text}" if not text.startswith("Error") else text, "tool_error", structured)
+        return CallOutcome(text, None, structured)
 
 
     def _failure(self, name: str, e: Exception, stderr_from: int) -> str:
@@ -250,7 +259,7 @@ async def _list_tools(session: Any) -> list[Any]:
 
         page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
         tools.extend(page.tools)
-        cursor = page.next_cursor
+        cursor = sdk_field(page, "next_cursor")
         if not cursor:
             break
     return tools

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from envs.core import CallPolicy, Task, ToolEnv
-from envs.mcp.client import CallOutcome, McpSession
+from envs.mcp.client import CallOutcome, McpSession, sdk_field
 from envs.mcp.tasks import Episode, load_task_file, parse_task, score
 from envs.tools import ToolResult, ToolSet
 
@@ -40,7 +40,7 @@ PLACEHOLDER = "{episode_dir}"
 
 def tool_schema(tool: Any) -> dict[str, Any]:
     """An MCP ``Tool`` as an OpenAI function schema."""
-    params = dict(tool.input_schema or {}) or {"type": "object", "properties": {}}
+    params = dict(sdk_field(tool, "input_schema") or {}) or {"type": "object", "properties": {}}
     params.pop("title", None)  # pydantic's model name, not something a model should read
     return {"type": "function", "function": {"name": tool.name, "description": tool.description or "",
                                              "parameters": params}}

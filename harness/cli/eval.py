@@ -64,6 +64,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--env-kwargs", action="append", default=[], metavar="[ID=]JSON",
                    help="gym.make keyword arguments as a JSON object, for every env or (ID=JSON) for one; "
                         "e.g. 'lopd/acebench-normal-en-v0={\"categories\": [\"normal_atom_bool\"]}'")
+    p.add_argument("--env-url", action="append", default=[], metavar="ID=URL",
+                   help="play env ID on the server at URL (`lopd serve ID`), through lopd/remote-v0; its kwargs "
+                        "are the server's")
     p.add_argument("--template-kwargs", default="{}", metavar="JSON",
                    help="chat template variables, e.g. '{\"enable_thinking\": false}'")
     p.add_argument("--run-name", help="meta.run of the traces (default: the --out directory name)")
@@ -93,6 +96,17 @@ def parse_env_kwargs(items: list[str]) -> dict[str, dict]:
         if not sep:
             raise ValueError(f"--env-kwargs wants JSON or ID=JSON, got {item!r}")
         out.setdefault(env_id.strip(), {}).update(_json_object(text, f"--env-kwargs for {env_id}"))
+    return out
+
+
+def parse_env_urls(items: list[str]) -> dict[str, str]:
+    """``--env-url ID=URL`` values -> {env id: url}."""
+    out = {}
+    for item in items:
+        env_id, sep, url = item.partition("=")
+        if not sep or not env_id.strip() or not url.strip():
+            raise ValueError(f"--env-url wants ID=URL (lopd/shop-v0=http://host:8000), got {item!r}")
+        out[env_id.strip()] = url.strip()
     return out
 
 
@@ -142,14 +156,15 @@ def run(args: argparse.Namespace) -> int:
     env_ids = [e.strip() for group in args.env for e in group.split(",") if e.strip()]
     if not env_ids:
         raise ValueError("--env names no env")
+    urls = parse_env_urls(args.env_url)
     kwargs = parse_env_kwargs(args.env_kwargs)
     kwargs = {k if k == "*" else resolve_env_id(k): v for k, v in kwargs.items()}
-    limits = _limits(args, [resolve_env_id(e) for e in env_ids], kwargs)
+    limits = _limits(args, [resolve_env_id(e) for e in env_ids if e not in urls], kwargs)  # served: server's kwargs
     cfg = EvalRunConfig(
         envs=env_ids, model=args.model, out=args.out, engine=_engine(args), n_samples=args.n_samples,
         split=args.split, limit=args.limit, temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
         seed=None if args.seed < 0 else args.seed, batch_size=args.batch_size, concurrency=args.concurrency,
-        device=args.device, dtype=args.dtype, env_kwargs=kwargs, **limits,
+        device=args.device, dtype=args.dtype, env_kwargs=kwargs, env_urls=urls, **limits,
         template_kwargs=_json_object(args.template_kwargs, "--template-kwargs"), run_name=args.run_name,
     )
     from harness.engines import EngineError

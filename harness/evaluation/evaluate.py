@@ -102,6 +102,8 @@ class EvalRunConfig:
     """HF engine weights dtype; None: bfloat16 on cuda, float32 on cpu."""
     env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Keyword arguments of ``gym.make`` per env id; the key '*' applies to every env."""
+    env_urls: dict[str, str] = field(default_factory=dict)
+    """Env id -> the URL of a server that serves it (``lopd serve ID``): played through lopd/remote-v0."""
     template_kwargs: dict[str, Any] = field(default_factory=dict)
     """Extra chat-template variables, e.g. {"enable_thinking": false} for Qwen3."""
     run_name: str | None = None
@@ -333,13 +335,20 @@ class _Recorder(gym.Wrapper):
 class _EnvPool:
     """Reusable env instances per id (building an env can load a whole benchmark)."""
 
-    def __init__(self, kwargs: dict[str, dict[str, Any]]):
-        self.kwargs, self.free, self.all = kwargs, defaultdict(queue.SimpleQueue), []
+    def __init__(self, kwargs: dict[str, dict[str, Any]], urls: dict[str, str] | None = None):
+        self.kwargs, self.urls, self.free, self.all = kwargs, urls or {}, defaultdict(queue.SimpleQueue), []
 
     def make(self, env_id: str) -> _Recorder:
         from envs.registry import make  # an unknown --env-kwargs key: an error naming it and the known ones
+        from harness.env_source import open_env
+        from harness.training.train_config import EnvConfig
 
-        env = _Recorder(make(env_id, **{**self.kwargs.get("*", {}), **self.kwargs.get(env_id, {})}))
+        kw = {**self.kwargs.get("*", {}), **self.kwargs.get(env_id, {})}
+        if env_id in self.urls:
+            env = _Recorder(open_env(EnvConfig(id=env_id, kwargs=kw, url=self.urls[env_id]))[1])
+        else:
+            env = _Recorder(make(env_id, **kw))
+        env.pool_key = env_id
         self.all.append(env)
         return env
 
@@ -350,7 +359,7 @@ class _EnvPool:
             return self.make(env_id)
 
     def give(self, env: _Recorder) -> None:
-        self.free[env.spec.id].put(env)
+        self.free[env.pool_key].put(env)
 
     def close(self) -> None:
         for env in self.all:
@@ -451,14 +460,14 @@ def run_eval(cfg: EvalRunConfig, engine: Any = None, tokenizer: Any = None,
     log = log or _to_stderr
     if cfg.n_samples < 1 or (cfg.limit is not None and cfg.limit < 0):
         raise ValueError("n_samples must be >= 1 and limit >= 0")
-    cfg.envs = [resolve_env_id(e) for e in cfg.envs]
+    cfg.envs = [e if e in cfg.env_urls else resolve_env_id(e) for e in cfg.envs]  # a served env needs no install
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     progress = read_progress(out)
     _check_run_file(out, _settings(cfg), has_episodes=bool(progress.traces))
     for n in progress.notes:
         warn(f"[eval] {n}")
-    pool = _EnvPool(cfg.env_kwargs)
+    pool = _EnvPool(cfg.env_kwargs, cfg.env_urls)
     try:
         pairs = plan(cfg, pool)
         todo = [p for p in pairs if p.key not in progress.traces]

@@ -54,6 +54,10 @@ class EnvConfig:
     """A registered env id (``lopd/micro-v0``, ``lopd/envscaler-v0``, ...)."""
     kwargs: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments of ``gymnasium.make`` (e.g. the micro world's n_train)."""
+    url: str | None = None
+    """An env served elsewhere (``lopd serve ID``, ``http://host:port``): training and evaluation play it
+    through ``lopd/remote-v0``, exactly as in-process. ``id`` must name the served env; ``kwargs`` are the
+    server's (give them to ``lopd serve``)."""
     train_split: str = "train"
     """Tasks of this split are trained on (and only they may enter the bank)."""
     eval_split: str = "eval"

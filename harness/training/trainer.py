@@ -43,6 +43,7 @@ from harness.config import config_and_overrides, save_config
 from harness.distributed import (DistInfo, apply_fsdp, barrier, gather_objects, init_distributed, shutdown,
                                  split_evenly, sum_floats)
 from harness.engines.base import SamplingParams
+from harness.env_source import make_env, open_env
 from harness.learners.base import LearnerContext, Rollout, StepBatch, get_learner
 from harness.learners.common import TokenScorer
 from harness.metrics import MetricsLogger, file_size, truncate_to
@@ -129,11 +130,8 @@ class Trainer:
         random.seed(cfg.seed)
         np.random.seed(cfg.seed)
         torch.manual_seed(cfg.seed)
-        from envs.registry import make, resolve_env_id
-
         self._gym = gym
-        self.env_id = resolve_env_id(cfg.env.id)  # mypkg:lopd/x-v0 imports mypkg; entry points load
-        self.env = make(self.env_id, **cfg.env.kwargs)  # an unknown env.kwargs key: an error naming it
+        self.env_id, self.env = open_env(cfg.env)
         tasks = self.env.unwrapped.all_tasks()
         self.tasks = {t.task_id: t for t in tasks}
         self.train_ids = [t.task_id for t in tasks if t.split == cfg.env.train_split][:cfg.env.max_train_tasks]
@@ -171,7 +169,7 @@ class Trainer:
         self.teacher_engine = self._open_teachers(initial)
         self.ctx = LearnerContext(cfg=cfg, student=self.student, scorer=self.scorer, optimizer=self.optimizer,
                                   tokenizer=self.tokenizer, dist=self.dist, tasks=self.tasks, env_id=self.env_id,
-                                  make_env=lambda: gym.make(self.env_id, **cfg.env.kwargs), initial_state=initial,
+                                  make_env=lambda: make_env(cfg.env, self.env_id), initial_state=initial,
                                   run_dir=self.run_dir, full_state=self.full_state, template=self.template,
                                   teacher_engine=self.teacher_engine)
         learner_cls = get_learner(cfg.learner)
@@ -296,7 +294,7 @@ class Trainer:
     # ---- environments and rollouts ----------------------------------------------------------
     def _envs(self, n: int) -> list[Any]:
         while len(self._pool) < n:
-            self._pool.append(self._gym.make(self.env_id, **self.cfg.env.kwargs))
+            self._pool.append(make_env(self.cfg.env, self.env_id))
         return self._pool[:n]
 
     def _play(self, jobs: list[tuple[str, int]], sampling: SamplingParams, phase: str, step: int) -> list[Any]:
