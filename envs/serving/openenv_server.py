@@ -91,10 +91,11 @@ class GymEnvironment(Environment[TextAction, TextObservation, State]):
     # ---- OpenEnv's Task API: the env's tasks, by split ------------------------------------------
     def _tasks(self, split: str | None = None) -> list[dict[str, Any]]:
         tasks = getattr(self.env.unwrapped, "all_tasks", lambda: [])()
-        return [dataclasses.asdict(t) for t in tasks if split is None or t.split == split]
+        # "index": the task's place in the env's own order, which planners (lopd eval) follow
+        return [{**dataclasses.asdict(t), "index": i} for i, t in enumerate(tasks) if split is None or t.split == split]
 
     def list_splits(self) -> list[str]:
-        return sorted({t["split"] for t in self._tasks()})
+        return list(dict.fromkeys(t["split"] for t in self._tasks()))
 
     def list_tasks(self, split: str) -> list[dict[str, Any]]:
         return self._tasks(split)

@@ -108,13 +108,14 @@ class RemoteEnv(gym.Env[str, str]):
 
     def _fetch_tasks(self) -> list[Task]:
         name = self._http("GET", "/list_environments")[0]
-        tasks: list[Task] = []
+        rows: list[tuple[int, Task]] = []
         for split in self._http("GET", f"/{name}/splits"):
             split_name = split["name"] if isinstance(split, dict) else str(split)
             for t in self._http("POST", f"/{name}/tasks", {"split": split_name})["tasks"]:
-                tasks.append(Task(task_id=t["task_id"], prompt=t["prompt"], split=t.get("split", split_name),
-                                  system=t.get("system"), data=t.get("data") or {}))
-        return tasks
+                rows.append((int(t.get("index", len(rows))), Task(
+                    task_id=t["task_id"], prompt=t["prompt"], split=t.get("split", split_name),
+                    system=t.get("system"), data=t.get("data") or {})))
+        return [t for _, t in sorted(rows, key=lambda r: r[0])]  # the env's own order, as in-process
 
     # ---- the wire ---------------------------------------------------------------------------------
     def _connect(self) -> Any:

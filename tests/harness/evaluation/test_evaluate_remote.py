@@ -24,7 +24,7 @@ def _episodes(out):
 def test_a_served_env_evaluates_like_the_in_process_one(model_dir, tmp_path):
     engine = HFEngine.from_pretrained(model_dir)
     base = {"envs": ["lopd/shop-v0"], "model": model_dir, "n_samples": 2, "max_new_tokens": 24, "max_turns": 3,
-            "temperature": 0.0, "top_p": 1.0, "top_k": -1}  # greedy: the engine's RNG runs on
+            "temperature": 1.0, "top_p": 1.0, "top_k": -1}
     with served("lopd/shop-v0") as url:
         remote = run_eval(EvalRunConfig(**base, out=str(tmp_path / "remote"),
                                         env_urls=parse_env_urls([f"lopd/shop-v0={url}"])),
