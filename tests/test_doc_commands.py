@@ -8,7 +8,7 @@ README's `lopd train harness/configs/lopd.yaml` is what docs/EVAL.md's `lopd exp
 
 The tables name commands by the start of their words as the docs show them (the longest match wins):
 SHRINK how a long one runs here, SKIP why one cannot, NEEDS what must have run first, SLOW the ones over
-~20 s. An entry that matches no command fails `test_every_table_entry_names_a_command`, so none outlives
+~20 s, SERVERS the ones that serve until stopped (run on a free port until /health answers, then stopped). An entry that matches no command fails `test_every_table_entry_names_a_command`, so none outlives
 the command it was written for.
 """
 
@@ -105,6 +105,9 @@ SLOW: set[str] = {  # prepare and LOPD's training take 20-25 s here, and what re
     "lopd prepare harness/configs/lopd.yaml", "lopd train harness/configs/lopd.yaml", "lopd export runs/lopd",
     "lopd eval --env micro-v0 --split eval --model models/lopd-student", "lopd stats runs/eval-micro-base",
 }
+
+SERVERS: dict[str, str] = {".venv/bin/lopd serve lopd/": "--port"}
+"""Commands that serve until stopped -> the flag whose value, their port, becomes a free one here."""
 
 PACKAGES: dict[str, str] = {
     "lopd eval --env mypkg:lopd/todo-v0": "plain",
@@ -244,11 +247,27 @@ def _run(cmd: Command, work: Path) -> str | None:
     if _entry(PACKAGES, cmd):
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(work / "_pkgs" / _entry(PACKAGES, cmd)),
                                                           env.get("PYTHONPATH")]))
+    if _entry(SERVERS, cmd):
+        RESULTS[cmd] = _serve(cmd, argv, env, work)
+        return RESULTS[cmd]
     p = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=600)
     RESULTS[cmd] = None if p.returncode == 0 else (
         f"{cmd}\nran as: {shlex.join(argv)}\nexit {p.returncode}\n--- stdout\n{p.stdout[-3000:]}\n"
         f"--- stderr\n{p.stderr[-3000:]}")
     return RESULTS[cmd]
+
+
+def _serve(cmd: Command, argv: list[str], env: dict[str, str], work: Path) -> str | None:
+    """Start a server command on a free port; None once it answers /health, else why it did not."""
+    from envs.serving.spawn import ServeError, free_port, running
+
+    port, flag = str(free_port()), _entry(SERVERS, cmd)
+    argv = [port if i and argv[i - 1] == flag else w for i, w in enumerate(argv)]
+    try:
+        with running(argv, f"http://127.0.0.1:{port}", cwd=work, env=env):
+            return None
+    except ServeError as e:
+        return f"{cmd}\nran as: {shlex.join(argv)}\n{e}"
 
 
 def _param(cmd: Command):
@@ -273,6 +292,7 @@ def test_doc_command_runs(cmd: Command, work: Path):
 def test_every_table_entry_names_a_command():
     texts = [c.text for c in COMMANDS]
     tables = {"SHRINK": SHRINK, "SKIP": SKIP, "NEEDS": NEEDS, "SLOW": SLOW, "PACKAGES": PACKAGES,
+              "SERVERS": SERVERS,
               "NEEDS (needed)": {n: 1 for needs in NEEDS.values() for n in needs}}
     stale = [f"{name}: {key!r}" for name, table in tables.items() for key in table
              if not any(t.startswith(key) for t in texts)]

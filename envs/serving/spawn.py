@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -36,15 +37,23 @@ def spawn_server(env_id: str, *kwargs: str, max_sessions: int = 16,
                  timeout_s: float = START_TIMEOUT_S) -> Iterator[str]:
     """Run ``lopd serve env_id --port <free> --max-sessions N kwargs...`` until the block ends (the
     whole process group is taken down); yields its base URL once ``/health`` answers."""
-    import httpx
-
     port = free_port()
     cmd = [sys.executable, "-m", "harness.cli", "serve", env_id, "--port", str(port),
            "--max-sessions", str(max_sessions), *kwargs]
+    with running(cmd, f"http://127.0.0.1:{port}", timeout_s=timeout_s) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def running(cmd: list[str], url: str, *, cwd: Path = ROOT, env: dict[str, str] | None = None,
+            timeout_s: float = START_TIMEOUT_S) -> Iterator[str]:
+    """Run a server command until the block ends (its whole process group is taken down); yields ``url``
+    once ``url/health`` answers 200."""
+    import httpx
+
     with tempfile.TemporaryFile("w+") as log:  # not a pipe: a server that logs much must not block on it
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True,
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
                                 start_new_session=True)
-        url = f"http://127.0.0.1:{port}"
         try:
             _wait_healthy(proc, url, log, timeout_s, httpx)
             yield url
@@ -63,10 +72,11 @@ def _wait_healthy(proc: subprocess.Popen, url: str, log, timeout_s: float, httpx
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             log.seek(0)
-            raise ServeError(f"lopd serve exited {proc.returncode}:\n{log.read()[-3000:]}")
+            raise ServeError(f"{shlex.join(proc.args)} exited {proc.returncode}:\n{log.read()[-3000:]}")
         with contextlib.suppress(httpx.HTTPError):
             if httpx.get(url + "/health", timeout=2).status_code == 200:
                 return
         time.sleep(0.2)
     log.seek(0)
-    raise ServeError(f"lopd serve did not answer {url}/health within {timeout_s:.0f} s:\n{log.read()[-3000:]}")
+    raise ServeError(f"{shlex.join(proc.args)} did not answer {url}/health within {timeout_s:.0f} s:\n"
+                     f"{log.read()[-3000:]}")
