@@ -33,7 +33,9 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
 
+from lopd.checkpointing import is_checkpointed
 from lopd.config import ComposerConfig, QFormerConfig
 from lopd.losses import upcast
 
@@ -208,6 +210,8 @@ class Composer(nn.Module):
                 adapter_name=lc.adapter_name,
             )
         conf = backbone.config
+        # a backbone whose layers recompute in the backward (model.gradient_checkpointing): the QFormer too
+        self.checkpoint_qformer = is_checkpointed(backbone.get_decoder().layers[0])
         self.qformer = QFormer.from_config(conf.hidden_size, conf.num_attention_heads, self.cfg.qformer)
         self.qformer.to(next(backbone.parameters()).device)
         self._anchor = nn.Module()  # c_phi0's parameters, as buffers (moved with .to(), never trained)
@@ -308,7 +312,11 @@ class Composer(nn.Module):
         hidden = self.backbone.get_decoder()(
             input_ids=input_ids, attention_mask=attention_mask, use_cache=False
         ).last_hidden_state
-        return self.qformer(hidden, None if attention_mask is None else attention_mask.bool())
+        mask = None if attention_mask is None else attention_mask.bool()
+        if self.checkpoint_qformer and torch.is_grad_enabled():
+            # the whole QFormer as one unit: its bf16 cast (functional_call) is recomputed with it
+            return checkpoint(self.qformer, hidden, mask, use_reentrant=False)
+        return self.qformer(hidden, mask)
 
     def encoder_ids(self, task: str, experience: str) -> list[int]:
         """Token ids the encoder reads for one pair: task prefix (tokenised alone) + experience."""

@@ -14,6 +14,7 @@ import torch
 from harness.engines.base import EmbedOverride
 from harness.learners.common import (TeacherSide, gather_positions, prompt_messages, score_from, served_side,
                                      served_token_logprobs)
+from lopd.checkpointing import is_checkpointed
 from lopd.composer import Composer
 from lopd.latent import LatentError, encode_with_latents, frame_user_message, framing_text, inject_batch
 from lopd.losses import upcast
@@ -96,7 +97,8 @@ def latent_teacher_hidden(composer: Composer, ids: torch.Tensor, attn: torch.Ten
 
     The activations before the first latent do not depend on the composer, so with gradients on
     they are computed without a graph and enter as a KV cache: the same logits and latent
-    gradients, with backward work only over the tokens from the first latent on. Rows that start
+    gradients, with backward work only over the tokens from the first latent on (not with
+    ``model.gradient_checkpointing``, whose layers keep only their inputs over the whole sequence). Rows that start
     with the same tokens up to there (an env's system prompt and tools) share one run of that
     prefix, its cache copied to each of them.
     """
@@ -107,7 +109,9 @@ def latent_teacher_hidden(composer: Composer, ids: torch.Tensor, attn: torch.Ten
     shared = rep is not None and len(rep) < ids.shape[0]
     with composer.teacher_mode() as lm:
         dec = lm.get_decoder()
-        if split > 1 and (torch.is_grad_enabled() or shared):
+        # checkpointed layers would not checkpoint a call that writes a cache: they take the whole sequence
+        prefix_cache = not (torch.is_grad_enabled() and is_checkpointed(dec.layers[0]))
+        if split > 1 and prefix_cache and (torch.is_grad_enabled() or shared):
             cache = _new_cache(lm.config)
             pre = torch.tensor(rep, device=ids.device) if shared else slice(None)
             with torch.no_grad():

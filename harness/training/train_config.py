@@ -44,6 +44,12 @@ class ModelConfig:
     logits_chunk: NonNegInt = 1024
     """Positions per LM-head chunk in every loss (each chunk's [chunk, vocab] logits are reduced at once and
     recomputed in the backward; 0: one chunk, the whole micro-batch). A memory knob: results do not depend on it."""
+    gradient_checkpointing: bool = False
+    """Recompute each decoder layer in the backward instead of keeping its activations (results unchanged).
+    Student, LOPD's teacher forward with gradients to the latents, the composer's encoder and QFormer:
+    a layer keeps one [tokens, hidden] input instead of all its saved tensors, for about one more forward
+    of compute. LOPD's teacher then runs the prompt before the first latent with the rest (no no-grad
+    prefix cache)."""
 
 
 @dataclass

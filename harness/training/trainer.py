@@ -106,6 +106,10 @@ def load_student(cfg: TrainConfig, device: torch.device) -> tuple[torch.nn.Modul
         model = model.to(dtype=dtype)
     else:
         model, tok = load_model(path, dtype=dtype)
+    if cfg.model.gradient_checkpointing:
+        from lopd.checkpointing import checkpoint_layers
+
+        checkpoint_layers(model.get_decoder().layers)  # copies (teachers, the composer's backbone) keep it
     return model.to(device), tok
 
 
