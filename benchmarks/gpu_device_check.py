@@ -127,7 +127,8 @@ def check_train(work: Path, device: str) -> dict:
     return {**out, "pass": all(v["pass"] for v in out.values())}
 
 
-def save_shape(path: Path, layers: int) -> None:
+def save_shape(path: Path, layers: int, vocab: int | None = None, dtype: str = "bfloat16") -> None:
+    """``layers`` layers of Qwen3-4B's shape, random weights (``vocab`` rows instead of 151,936 if given)."""
     import torch
     from transformers import Qwen3ForCausalLM
 
@@ -135,10 +136,11 @@ def save_shape(path: Path, layers: int) -> None:
 
     _, tok = build_tiny_model("1m")
     cfg = tiny_config("1m", tok)
-    for k, v in {**QWEN3_4B, "num_hidden_layers": layers, "layer_types": ["full_attention"] * layers}.items():
+    shape = {**QWEN3_4B, "num_hidden_layers": layers, "layer_types": ["full_attention"] * layers}
+    for k, v in {**shape, "vocab_size": max(vocab or shape["vocab_size"], len(tok))}.items():
         setattr(cfg, k, v)
     torch.manual_seed(0)
-    save_pretrained(Qwen3ForCausalLM(cfg).to(torch.bfloat16), tok, path)
+    save_pretrained(Qwen3ForCausalLM(cfg).to(getattr(torch, dtype)), tok, path)
 
 
 def check_memory(work: Path, layers: int, tokens: list[int], device: str) -> dict:
