@@ -4,8 +4,8 @@
 
 The model is ``--layers`` layers of Qwen3-4B's shape (hidden 2,560, 32/8 heads, MLP 9,728; random weights
 in ``--dtype``: ``gpu_device_check.save_shape``) with a ``--vocab``-row embedding (default 1,024, the tiny
-model's; 151,936 is Qwen3's, whose chunked head adds the same few chunks either way, and bf16 is slow on CPUs), the batch ``--tokens`` supervised tokens of
-synthetic shop rollouts in one micro-batch (``bench_memory.synthetic_batch``). Each case (learner x
+model's; 151,936 is Qwen3's, whose chunked head adds the same few chunks either way, and bf16 is slow on
+CPUs), the batch ``--tokens`` supervised tokens of synthetic shop rollouts in one micro-batch (``bench_memory.synthetic_batch``). Each case (learner x
 checkpointing) runs in a fresh process: it builds the trainer, takes one warm-up step (the optimizers'
 states now exist), resets the kernel's peak-RSS counter (``/proc/self/clear_refs``), takes a second step
 and reports the peak RSS above the RSS just before it (``VmHWM - VmRSS``): what the step itself adds.

@@ -210,8 +210,6 @@ class Composer(nn.Module):
                 adapter_name=lc.adapter_name,
             )
         conf = backbone.config
-        # a backbone whose layers recompute in the backward (model.gradient_checkpointing): the QFormer too
-        self.checkpoint_qformer = is_checkpointed(backbone.get_decoder().layers[0])
         self.qformer = QFormer.from_config(conf.hidden_size, conf.num_attention_heads, self.cfg.qformer)
         self.qformer.to(next(backbone.parameters()).device)
         self._anchor = nn.Module()  # c_phi0's parameters, as buffers (moved with .to(), never trained)
@@ -317,6 +315,12 @@ class Composer(nn.Module):
             # the whole QFormer as one unit: its bf16 cast (functional_call) is recomputed with it
             return checkpoint(self.qformer, hidden, mask, use_reentrant=False)
         return self.qformer(hidden, mask)
+
+    @property
+    def checkpoint_qformer(self) -> bool:
+        """Whether the QFormer recomputes in the backward: when the backbone's layers do
+        (``model.gradient_checkpointing``)."""
+        return is_checkpointed(self.backbone.get_decoder().layers[0])
 
     def encoder_ids(self, task: str, experience: str) -> list[int]:
         """Token ids the encoder reads for one pair: task prefix (tokenised alone) + experience."""

@@ -8,7 +8,8 @@ README's `lopd train harness/configs/lopd.yaml` is what docs/EVAL.md's `lopd exp
 
 The tables name commands by the start of their words as the docs show them (the longest match wins):
 SHRINK how a long one runs here, SKIP why one cannot, NEEDS what must have run first, SLOW the ones over
-~20 s, SERVERS the ones that serve until stopped (run on a free port until /health answers, then stopped). An entry that matches no command fails `test_every_table_entry_names_a_command`, so none outlives
+~20 s, SERVERS the ones that serve until stopped (run on a free port until /health answers, then
+stopped). An entry that matches no command fails `test_every_table_entry_names_a_command`, so none outlives
 the command it was written for.
 """
 

@@ -98,9 +98,9 @@ def latent_teacher_hidden(composer: Composer, ids: torch.Tensor, attn: torch.Ten
     The activations before the first latent do not depend on the composer, so with gradients on
     they are computed without a graph and enter as a KV cache: the same logits and latent
     gradients, with backward work only over the tokens from the first latent on (not with
-    ``model.gradient_checkpointing``, whose layers keep only their inputs over the whole sequence). Rows that start
-    with the same tokens up to there (an env's system prompt and tools) share one run of that
-    prefix, its cache copied to each of them.
+    ``model.gradient_checkpointing``, whose layers keep only their inputs over the whole sequence).
+    Rows that start with the same tokens up to there (an env's system prompt and tools) share one
+    run of that prefix, its cache copied to each of them.
     """
     embeds = inject_batch(composer.input_embeddings()(ids), positions, latents)
     real = at[at_mask.to(at.device)] if at_mask is not None else at.reshape(-1)
