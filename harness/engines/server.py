@@ -80,6 +80,16 @@ class EngineConfig:
     """Teacher servers to start (ports after the rollout servers'); LOPD's latent teacher stays in-process."""
     sync_dir: str = ""
     """Where weights are written for the servers to reload (a filesystem they share); default <run_dir>/sync."""
+    weight_sync: Literal["auto", "collective", "disk"] = "auto"
+    """How new weights reach vLLM servers after a step: ``collective`` in memory (a broadcast through vLLM's
+    collective RPC into its receiver extension, :mod:`harness.engines.weight_sync`; launched servers have it),
+    ``disk`` through ``sync_dir``; ``auto`` in memory where every server has the receiver, else the folder.
+    SGLang servers always use the folder."""
+    weight_sync_host: str = "127.0.0.1"
+    """Address of this machine that the servers reach for the in-memory sync's rendezvous."""
+    weight_sync_backend: Literal["auto", "gloo", "nccl"] = "auto"
+    """Transport of the in-memory sync: NCCL between GPUs, gloo through host memory; auto: NCCL when the
+    trainer's model is on CUDA."""
     check_tolerance: NonNegFloat = 0.05
     """Largest mean |log p| difference (nats) between a server and the in-process model on a probe sequence:
     checked before training (a wrong model is refused) and after every weight sync."""
@@ -155,7 +165,11 @@ def server_command(cfg: EngineConfig, model_dir: str, port: int, dtype: str, ser
                 "--enable-prompt-embeds"]
         if not gpu:
             argv += list(cfg.cpu_args) + ["--max-num-batched-tokens", str(context_length(model_dir))]
-        env = {"VLLM_SERVER_DEV_MODE": "1"}  # /collective_rpc and /reset_prefix_cache, for weight sync
+        # the in-memory weight sync's receiver (harness/engines/worker_ext/lopd_vllm_receiver.py imports only torch)
+        argv += ["--worker-extension-cls", "lopd_vllm_receiver.WeightReceiver"]
+        here = str(Path(__file__).resolve().parent / "worker_ext")
+        env = {"VLLM_SERVER_DEV_MODE": "1",  # /collective_rpc and /reset_prefix_cache, for weight sync
+               "PYTHONPATH": os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)}
     elif cfg.kind == "sglang":
         python = cfg.python or sys.executable
         argv = [python, "-m", "sglang.launch_server", "--model-path", model_dir, "--served-model-name", served_name,
@@ -292,8 +306,36 @@ class ServerPool(Engine):
         return self._rows(len(sequences), lambda eng, i: eng.score([sequences[i]], top_k=top_k, start=st[i],
                                                                    overrides=[ovs[i]])[0])
 
+    @property
+    def weight_sync(self) -> str:
+        """``"collective"`` when every server takes weights in memory (:meth:`connect_weight_sync`), else ``"disk"``."""
+        modes = {getattr(e, "weight_sync", "disk") for e in self.engines}
+        return "collective" if modes == {"collective"} else "disk"
+
+    def connect_weight_sync(self, cfg: EngineConfig, backend: str) -> str:
+        """Open the in-memory sync to every server as ``cfg.weight_sync`` asks; returns the mode in use. ``auto``
+        falls back to the folder (and says why) when a server cannot; ``collective`` raises instead."""
+        from harness.engines.weight_sync import WeightSyncUnavailable
+
+        if cfg.weight_sync == "disk":
+            return "disk"
+        try:
+            if cfg.kind != "vllm":
+                raise WeightSyncUnavailable(f"{cfg.kind} servers take new weights from a folder only here")
+            for eng in self.engines:
+                eng.connect_weight_sync(host=cfg.weight_sync_host, backend=backend, timeout_s=cfg.request_timeout)
+        except WeightSyncUnavailable as e:
+            for eng in self.engines:
+                if hasattr(eng, "disconnect_weight_sync"):
+                    eng.disconnect_weight_sync()
+            if cfg.weight_sync == "collective":
+                raise
+            print(f"[engine] weight sync through {cfg.sync_dir or 'the run folder'}: {e}", flush=True)
+        return self.weight_sync
+
     def update_weights(self, source: Any) -> None:
-        """Every server reloads ``source`` (a checkpoint directory they can all read)."""
+        """Every server loads ``source``: a checkpoint directory they can all read, or (with the in-memory
+        sync connected) a state dict."""
         def one(k: int) -> None:
             try:
                 self.engines[k].update_weights(source)

@@ -10,6 +10,8 @@ Start a server (on CPU: ``make vllm`` builds ``.venv-vllm``; see docs/GPU.md), t
     outs = eng.generate([prompt_ids], SamplingParams(temperature=0.7, top_p=0.95, top_k=20, seed=1))
     scores = eng.score([full_ids], top_k=20, start=len(prompt_ids))
     eng.update_weights("runs/x/sync/step-3")                 # a save_pretrained dir the server can read
+    eng.connect_weight_sync(backend="gloo")                  # or in memory: "nccl" between GPUs
+    eng.update_weights(student.state_dict())                 # broadcast; the server reloads in place
 
 Requests are ``POST /v1/completions`` with token-id prompts. Generation asks for the sampled ids
 (``return_token_ids``) and their log-probs (``logprobs: 0``; vLLM's default ``raw_logprobs`` mode gives
@@ -20,7 +22,9 @@ holding the top k and the actual token. Each row is its own request, several in 
 continuous batching sees every row.
 
 Weight updates use the server's dev-mode endpoints (``VLLM_SERVER_DEV_MODE=1``): ``POST
-/collective_rpc`` with ``reload_weights(weights_path=...)``, then ``POST /reset_prefix_cache``.
+/collective_rpc`` with ``reload_weights(weights_path=...)`` from a folder, or with the receiver
+extension's methods for a sync in memory (:mod:`harness.engines.weight_sync`), then ``POST
+/reset_prefix_cache``.
 
 Limit (vLLM 0.32): a ``prompt_embeds`` request returns no prompt log-probs, so scoring under
 embedding overrides (LOPD's latent teacher) is impossible here; :meth:`score` sends the request and
@@ -80,6 +84,7 @@ class VLLMEngine(Engine):
         self.embedding = embedding
         self.max_inflight = max(1, int(max_inflight))
         self._pool: ThreadPoolExecutor | None = None
+        self._sync: Any = None  # harness.engines.weight_sync.CollectiveSync, once connected
 
     # ---- server facts -----------------------------------------------------------------------
     def health(self) -> bool:
@@ -114,17 +119,38 @@ class VLLMEngine(Engine):
     def eos_token_ids(self) -> list[int]:
         return list(self._eos)
 
+    def connect_weight_sync(self, *, host: str = "127.0.0.1", backend: str = "gloo", timeout_s: float = 300.0) -> None:
+        """Open the in-memory weight sync (:mod:`harness.engines.weight_sync`): after this, :meth:`update_weights`
+        also takes a state dict. Raises ``WeightSyncUnavailable`` when the server has no receiver."""
+        from harness.engines.weight_sync import CollectiveSync
+
+        sync = CollectiveSync(self.http, host=host, backend=backend, timeout_s=timeout_s)
+        sync.connect()
+        self._sync = sync
+
+    @property
+    def weight_sync(self) -> str:
+        """``"collective"`` once :meth:`connect_weight_sync` succeeded, else ``"disk"``."""
+        return "collective" if self._sync is not None else "disk"
+
     def update_weights(self, source: Any) -> None:
-        """Reload the weights from a checkpoint directory the server can read, then drop its prefix cache."""
-        if not (isinstance(source, str) or hasattr(source, "__fspath__")):
-            raise EngineError("VLLMEngine.update_weights takes a checkpoint directory the server can read "
-                              f"(save the model with save_pretrained first), got {type(source).__name__}")
-        try:
-            self.http.request("POST", "/collective_rpc", {"method": "reload_weights",
-                                                           "kwargs": {"weights_path": str(source)}}, retries=0)
-        except VLLMFeatureError:
-            raise VLLMFeatureError(f"the vLLM server at {self.base_url} has no /collective_rpc: start it with "
-                                   "VLLM_SERVER_DEV_MODE=1 to allow weight updates") from None
+        """Load new weights, then drop the server's prefix cache: a state dict in memory (after
+        :meth:`connect_weight_sync`), or a checkpoint directory the server can read."""
+        if isinstance(source, dict):
+            if self.weight_sync != "collective":
+                raise EngineError("VLLMEngine.update_weights got a state dict but the in-memory sync is not "
+                                  "connected (connect_weight_sync); or pass a checkpoint directory")
+            self._sync.send(source)
+        elif isinstance(source, str) or hasattr(source, "__fspath__"):
+            try:
+                self.http.request("POST", "/collective_rpc", {"method": "reload_weights",
+                                                               "kwargs": {"weights_path": str(source)}}, retries=0)
+            except VLLMFeatureError:
+                raise VLLMFeatureError(f"the vLLM server at {self.base_url} has no /collective_rpc: start it with "
+                                       "VLLM_SERVER_DEV_MODE=1 to allow weight updates") from None
+        else:
+            raise EngineError("VLLMEngine.update_weights takes a state dict (with the in-memory sync) or a "
+                              f"checkpoint directory the server can read, got {type(source).__name__}")
         self.reset_prefix_cache()
 
     def reset_prefix_cache(self) -> None:
@@ -203,6 +229,13 @@ class VLLMEngine(Engine):
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
+        self.disconnect_weight_sync()
+
+    def disconnect_weight_sync(self) -> None:
+        """Back to checkpoint directories only."""
+        sync, self._sync = self._sync, None
+        if sync is not None:
+            sync.close()
 
 
 def sampling_payload(p: SamplingParams, seed: int | None) -> dict[str, Any]:

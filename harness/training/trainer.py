@@ -221,9 +221,20 @@ class Trainer:
     def _open_engine(self) -> Any:
         """The in-process HF engine, or a pool of vLLM/SGLang servers (launched from, or synced to, the
         initial weights and checked against the in-process model before any training)."""
-        if self.cfg.engine.kind == "hf":
+        ec = self.cfg.engine
+        if ec.kind == "hf":
             return self.local_engine
-        return self._servers(self.cfg.engine, self._write_sync(0), self.run_dir / "servers", "student")
+        pool = self._servers(ec, self._write_sync(0), self.run_dir / "servers", "student")
+        if self.dist.is_main:  # the trainer's rank 0 alone sends weights
+            backend = ec.weight_sync_backend
+            if backend == "auto":
+                backend = "nccl" if self.dist.device.type == "cuda" else "gloo"
+            try:
+                pool.connect_weight_sync(ec, backend)
+            except BaseException:
+                pool.close()
+                raise
+        return pool
 
     def _open_teachers(self, initial: dict[str, torch.Tensor]) -> Any:
         """Servers of the frozen initial model for teacher scoring (``engine.teacher_urls``/``teacher_launch``),
@@ -259,9 +270,13 @@ class Trainer:
 
     def _write_sync(self, step: int) -> Path:
         """Rank 0 writes the student as ``sync/step-<step>`` for the servers (the previous one goes)."""
+        path = self._save_sync(step, self.full_state())
+        barrier(self.dist)
+        return path
+
+    def _save_sync(self, step: int, state: dict[str, torch.Tensor]) -> Path:
         from harness.engines.server import write_sync_checkpoint
 
-        state = self.full_state()
         path = self.sync_root / f"step-{step}"
         if self.dist.is_main:
             self.sync_root.mkdir(parents=True, exist_ok=True)
@@ -269,11 +284,11 @@ class Trainer:
             for old in self.sync_root.glob("step-*"):
                 if old != path and old.is_dir():
                     shutil.rmtree(old, ignore_errors=True)
-        barrier(self.dist)
         return path
 
     def _refresh_engine(self) -> None:
-        """Put the current weights where rollouts run; a server sync is checked against the student."""
+        """Put the current weights where rollouts run (in memory, or through the sync folder); a server sync
+        is checked against the student."""
         if self.rollout_model is not self.student:
             self.rollout_model.load_state_dict(self.full_state(), strict=False)
         self.local_engine.update_weights(self.rollout_model)
@@ -281,9 +296,12 @@ class Trainer:
             return
         from harness.engines.server import check_servers
 
-        path = self._write_sync(self.step)
+        state = self.full_state()  # every rank: a collective under FSDP
         if self.dist.is_main:
-            self.engine.update_weights(str(path.resolve()))
+            if self.engine.weight_sync == "collective":
+                self.engine.update_weights(state)
+            else:
+                self.engine.update_weights(str(self._save_sync(self.step, state).resolve()))
             check_servers(self.engine, self.local_engine, self._probe(), self.cfg.engine.check_tolerance,
                           f"after the weight sync of step {self.step}")
         barrier(self.dist)

@@ -58,8 +58,8 @@ def traces(tmp_path_factory):
     return write_shop_expert_traces(tmp_path_factory.mktemp("traces") / "expert.jsonl")
 
 
-@pytest.mark.parametrize("learner", ["grpo", "lopd"])
-def test_two_steps_through_the_server_equal_the_hf_engine_run(learner, vllm_server, traces, tmp_path):
+@pytest.mark.parametrize("learner,sync", [("grpo", "collective"), ("lopd", "collective"), ("grpo", "disk")])
+def test_two_steps_through_the_server_equal_the_hf_engine_run(learner, sync, vllm_server, traces, tmp_path):
     pool, base = vllm_server
     extra = ["generations=8", "sampling.temperature=0.0", "sampling.max_new_tokens=16", "grpo.kl_coef=0.1"]
     hf = Trainer(config(tmp_path / "hf", learner, traces, *extra))
@@ -68,7 +68,7 @@ def test_two_steps_through_the_server_equal_the_hf_engine_run(learner, vllm_serv
     finally:
         hf.close()
     srv = Trainer(config(tmp_path / "vllm", learner, traces, *extra, "engine.kind=vllm",
-                         f"engine.urls=[{pool.servers[0].url}]"))
+                         f"engine.urls=[{pool.servers[0].url}]", f"engine.weight_sync={sync}"))
     try:
         srv.run()
         # Synced: the server's greedy decode is the trained student's (the trainer also checked a probe
@@ -76,7 +76,10 @@ def test_two_steps_through_the_server_equal_the_hf_engine_run(learner, vllm_serv
         p = srv._probe()
         sp = SamplingParams(temperature=0.0, max_new_tokens=24)
         assert srv.engine.generate([p], sp)[0].token_ids == srv.local_engine.generate([p], sp)[0].token_ids
-        assert sorted(d.name for d in (tmp_path / "vllm" / "sync").iterdir()) == ["step-2"]
+        # in memory, the folder holds only the initial weights the servers were checked against
+        assert srv.engine.weight_sync == sync
+        assert sorted(d.name for d in (tmp_path / "vllm" / "sync").iterdir()) == \
+            ["step-0" if sync == "collective" else "step-2"]
     finally:
         srv.close()
         restore_base(pool, base)
