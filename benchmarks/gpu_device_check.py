@@ -32,8 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-QWEN3_4B = {"hidden_size": 2560, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
-            "intermediate_size": 9728, "vocab_size": 151_936}
+from harness.models.shapes import QWEN3_4B, save_shape  # noqa: E402,F401  (bench_checkpointing imports them from here)
 
 
 def micro_prompts(tok, n: int) -> list[list[int]]:
@@ -125,22 +124,6 @@ def check_train(work: Path, device: str) -> dict:
         tr.close()
         _peak_reset(device)
     return {**out, "pass": all(v["pass"] for v in out.values())}
-
-
-def save_shape(path: Path, layers: int, vocab: int | None = None, dtype: str = "bfloat16") -> None:
-    """``layers`` layers of Qwen3-4B's shape, random weights (``vocab`` rows instead of 151,936 if given)."""
-    import torch
-    from transformers import Qwen3ForCausalLM
-
-    from harness.models.tiny import build_tiny_model, save_pretrained, tiny_config
-
-    _, tok = build_tiny_model("1m")
-    cfg = tiny_config("1m", tok)
-    shape = {**QWEN3_4B, "num_hidden_layers": layers, "layer_types": ["full_attention"] * layers}
-    for k, v in {**shape, "vocab_size": max(vocab or shape["vocab_size"], len(tok))}.items():
-        setattr(cfg, k, v)
-    torch.manual_seed(0)
-    save_pretrained(Qwen3ForCausalLM(cfg).to(getattr(torch, dtype)), tok, path)
 
 
 def check_memory(work: Path, layers: int, tokens: list[int], device: str) -> dict:

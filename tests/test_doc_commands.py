@@ -45,6 +45,9 @@ class Shrink:
 TINY_COMPOSER = ("bank.embedder=hashing", "lopd.composer.qformer.n_latents=4", "lopd.composer.qformer.depth=2")
 TINY_TRAIN = ("generations=4", "rollouts_per_step=4", "eval.max_tasks=2", "log.progress=false")  # one step
 TINY_EVAL = Shrink(("--limit", "2"), {"--n-samples": "1"})
+TINY_DRY_RUN = ("model.dtype=float32", "rollouts_per_step=1", "sampling.max_new_tokens=8", "rollout.max_turns=1",
+                "model.random_shape={hidden_size: 64, intermediate_size: 128, num_attention_heads: 4, "
+                "num_key_value_heads: 2, head_dim: 16, vocab_size: 2048}")  # Qwen3-4B's 2,560 x 151,936: minutes
 
 SHRINK: dict[str, Shrink] = {
     "lopd train harness/configs/grpo.yaml": Shrink(TINY_TRAIN),  # 640 generations, 120 eval tasks
@@ -54,6 +57,7 @@ SHRINK: dict[str, Shrink] = {
          "--bank-tasks", "16", "--coldstart-tasks", "16", "--coldstart-steps", "2")),
     "lopd train harness/configs/lopd.yaml": Shrink((*TINY_COMPOSER, *TINY_TRAIN)),  # the composer prepare made
     "lopd eval --env micro-v0 --split eval --model micro:pinned": TINY_EVAL,  # 120 tasks x 4 samples
+    "lopd train harness/configs/paper/": Shrink(TINY_DRY_RUN),  # a --dry-run at Qwen3-4B's width, 2 of 16k tokens
     "lopd eval --env micro-v0 --split eval --model models/lopd-student": TINY_EVAL,
 }
 
@@ -105,6 +109,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
 SLOW: set[str] = {  # prepare and LOPD's training take 20-25 s here, and what reads their output waits for them
     "lopd prepare harness/configs/lopd.yaml", "lopd train harness/configs/lopd.yaml", "lopd export runs/lopd",
     "lopd eval --env micro-v0 --split eval --model models/lopd-student", "lopd stats runs/eval-micro-base",
+    "lopd train harness/configs/paper/",
 }
 
 SERVERS: dict[str, str] = {".venv/bin/lopd serve lopd/": "--port"}

@@ -4,12 +4,14 @@
     lopd prepare harness/configs/lopd.yaml && lopd train harness/configs/lopd.yaml   # LOPD: bank + composer first
     lopd train --example grpo env.id=lopd/micro-v0 optim.lr=1e-4
     lopd train --list-keys                      # every config key with its documentation
+    lopd train harness/configs/paper/grpo_envscaler_qwen3_4b.yaml --dry-run model.num_hidden_layers=2 rollouts_per_step=4
 
 A run killed at any point continues from its newest checkpoint when started again with the same
 ``run_dir`` and settings; other settings are refused, naming the keys, unless ``--allow-config-change``
 (:mod:`harness.training.run_record` says which keys may differ and how a change is recorded). A model
 folder's ``lopd_defaults.json`` (the pinned base's: the micro world, 96 tokens, 8 turns) fills the keys
-the config and overrides leave out. Several processes: ``torchrun --nproc_per_node N -m harness.training.trainer CONFIG.yaml ...``.
+the config and overrides leave out. ``--dry-run`` builds the run on the CPU and takes one step
+(:mod:`harness.training.dry_run`). Several processes: ``torchrun --nproc_per_node N -m harness.training.trainer CONFIG.yaml ...``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-config-change", action="store_true",
                    help="continue a run_dir trained with other settings; the old config is kept as config.N.yaml "
                         "and the change logged in config_changes.jsonl (without it such a rerun is refused)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="build everything the run builds (env, model, learner, optimizers; LOPD's bank and composer "
+                        "as far as they can be offline), on the CPU with the in-process hf engine (no servers), in a "
+                        "temporary run folder, then take ONE training step and print its wall time and peak RSS; "
+                        "weights not on disk (e.g. Qwen/Qwen3-4B) become random ones at the model's shape "
+                        "(model.num_hidden_layers=2 keeps it small); exits 0")
     p.set_defaults(func=run)
 
 
@@ -78,6 +86,10 @@ def run(args: argparse.Namespace) -> int:
         if path:
             raise ValueError("give either a config file or --example, not both")
         path = str(example_config(args.example))
+    if args.dry_run:
+        from harness.training.dry_run import dry_run
+
+        return dry_run(path, overrides)
     # fail fast, with the key named, before anything heavy; the line on the model folder's defaults comes first
     cfg = load_train_config(path, overrides, log=lambda s: print(s, file=sys.stderr))
     check_output(cfg.run_dir, "run_dir", folder=True)

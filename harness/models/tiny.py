@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 import torch
@@ -108,16 +109,53 @@ def save_pretrained(model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, 
     return path
 
 
+def keep_layers(config: Any, n: int | None, what: str = "the model") -> Any:
+    """``config`` (a transformers config) with its first ``n`` decoder layers (None: unchanged); more
+    layers than it has is an error naming ``what``."""
+    if n is None or n == config.num_hidden_layers:
+        return config
+    if n > config.num_hidden_layers:
+        raise ValueError(f"model.num_hidden_layers={n}: {what} has only {config.num_hidden_layers} layers")
+    config.num_hidden_layers = n
+    if getattr(config, "layer_types", None):
+        config.layer_types = list(config.layer_types)[:n]
+    return config
+
+
+def truncate_layers(model: torch.nn.Module, n: int | None) -> torch.nn.Module:
+    """``model`` with only its first ``n`` decoder layers (None: unchanged)."""
+    if n is None or n == model.config.num_hidden_layers:
+        return model
+    keep_layers(model.config, n)
+    decoder = model.get_decoder()
+    decoder.layers = decoder.layers[:n]
+    return model
+
+
 def load_model(path: str | os.PathLike, *, dtype: torch.dtype | str | None = None,
-               device: str | torch.device | None = None) -> tuple[torch.nn.Module, PreTrainedTokenizerBase]:
+               device: str | torch.device | None = None,
+               num_hidden_layers: int | None = None) -> tuple[torch.nn.Module, PreTrainedTokenizerBase]:
     """Load a causal LM and its tokenizer from a local directory: a tiny model saved by
-    :func:`save_pretrained`, or a real Qwen3 checkpoint (``dtype="auto"`` keeps its bf16)."""
+    :func:`save_pretrained`, or a real Qwen3 checkpoint (``dtype="auto"`` keeps its bf16).
+    ``num_hidden_layers``: keep only the first N decoder layers (the others' weights are not read)."""
     path = Path(path)
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"{path} is not a model directory (no config.json)")
     hf_logging.disable_progress_bar()
-    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype if dtype is not None else torch.float32,
-                                                 local_files_only=True)
+    extra: dict[str, Any] = {}
+    if num_hidden_layers is not None:
+        from transformers import AutoConfig
+
+        extra["config"] = keep_layers(AutoConfig.from_pretrained(str(path), local_files_only=True),
+                                      num_hidden_layers, str(path))
+    verbosity = hf_logging.get_verbosity()
+    if extra:
+        hf_logging.set_verbosity_error()  # the dropped layers' weights are "not used": expected
+    try:
+        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype if dtype is not None else torch.float32,
+                                                     local_files_only=True, **extra)
+    finally:
+        hf_logging.set_verbosity(verbosity)
     if device is not None:
         model = model.to(device)
     return model.eval(), load_tokenizer(path)

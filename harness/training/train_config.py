@@ -36,6 +36,15 @@ class ModelConfig:
     or ``tiny:<preset>`` for a randomly initialised tiny Qwen3 (1m, 5m), which scores 0 on any env."""
     tiny_seed: int = 0
     """Initialisation seed of a ``tiny:`` model."""
+    num_hidden_layers: PosInt | None = None
+    """Decoder layers of the student: a loaded or tiny model keeps its first N (fewer than it has; a
+    checkpoint's other layers are not read), a ``--dry-run`` model with random weights is built with N
+    (``model.num_hidden_layers=2`` keeps a Qwen3-4B dry run on a CPU small). None: the model's own count."""
+    random_shape: dict[str, Any] = field(default_factory=dict)
+    """``lopd train --dry-run`` only, for a model built with random weights (its weights not on disk):
+    config.json fields set on its shape, e.g. ``{hidden_size: 64, intermediate_size: 128,
+    num_attention_heads: 4, num_key_value_heads: 2, head_dim: 16, vocab_size: 2048}`` to run a Qwen3-4B
+    config's step at test size. Refused for a model whose weights load."""
     dtype: Literal["float32", "bfloat16", "float64"] = "float32"
     """Weights dtype (bfloat16 on GPUs). Losses are computed in fp32, or in float64 with float64
     weights (the numerics tests' setting, where rounding is negligible)."""

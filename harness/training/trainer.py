@@ -99,13 +99,21 @@ def load_student(cfg: TrainConfig, device: torch.device) -> tuple[torch.nn.Modul
     from harness.models import build_tiny_model, load_model
     from harness.models.pinned import resolve_model_path
 
+    from harness.models.tiny import truncate_layers
+
+    if cfg.model.random_shape:
+        raise ValueError("model.random_shape applies only to `lopd train --dry-run` with a model whose weights are "
+                         "not on disk")
     dtype = getattr(torch, cfg.model.dtype)
     path = resolve_model_path(cfg.model.path)
     if path.startswith("tiny:"):
         model, tok = build_tiny_model(path.split(":", 1)[1], seed=cfg.model.tiny_seed)
-        model = model.to(dtype=dtype)
+        if cfg.model.num_hidden_layers is not None and cfg.model.num_hidden_layers > model.config.num_hidden_layers:
+            raise ValueError(f"model.num_hidden_layers={cfg.model.num_hidden_layers}: {path} has only "
+                             f"{model.config.num_hidden_layers} layers")
+        model = truncate_layers(model, cfg.model.num_hidden_layers).to(dtype=dtype)
     else:
-        model, tok = load_model(path, dtype=dtype)
+        model, tok = load_model(path, dtype=dtype, num_hidden_layers=cfg.model.num_hidden_layers)
     if cfg.model.gradient_checkpointing:
         from lopd.checkpointing import checkpoint_layers
 
@@ -506,6 +514,28 @@ class Trainer:
         every = self.cfg.eval.every_generations
         return bool(self.eval_ids) and every > 0 and before // every < after // every
 
+    def train_step(self) -> dict[str, Any]:
+        """One step: this step's rollouts, the learner's update, the weights to the engine; logs and returns
+        the step's record (``run`` calls it; ``lopd train --dry-run`` calls it once)."""
+        cfg = self.cfg
+        t0 = time.perf_counter()
+        self.step += 1
+        batch, episodes = self.collect(self.step)
+        t_roll = time.perf_counter() - t0
+        self._write_traces(episodes)
+        t1 = time.perf_counter()
+        learner_metrics = self.learner.train_step(batch)
+        t_update = time.perf_counter() - t1
+        self._refresh_engine()
+        self.generations += cfg.rollouts_per_step
+        rec = {"step": self.step, "generations": self.generations, "epoch": self.sampler.epoch}
+        if self.learner.uses_rollouts:
+            rec.update(self._episode_metrics("train", episodes))
+        rec.update({(k if k.startswith("time/") else f"train/{k}"): v for k, v in learner_metrics.items()})
+        rec.update({"time/rollout": t_roll, "time/update": t_update, "time/step": time.perf_counter() - t0})
+        self._log(rec)
+        return rec
+
     def run(self) -> dict[str, Any]:
         """Train until the generation budget is spent; returns the last train and eval metrics."""
         cfg = self.cfg
@@ -521,24 +551,8 @@ class Trainer:
             if self.step == 0 and cfg.eval.at_start and self.eval_ids:
                 last_eval = self.evaluate()
             while self.step < self.total_steps:
-                t0 = time.perf_counter()
-                self.step += 1
                 before = self.generations
-                batch, episodes = self.collect(self.step)
-                t_roll = time.perf_counter() - t0
-                self._write_traces(episodes)
-                t1 = time.perf_counter()
-                learner_metrics = self.learner.train_step(batch)
-                t_update = time.perf_counter() - t1
-                self._refresh_engine()
-                self.generations += cfg.rollouts_per_step
-                rec = {"step": self.step, "generations": self.generations, "epoch": self.sampler.epoch}
-                if self.learner.uses_rollouts:
-                    rec.update(self._episode_metrics("train", episodes))
-                rec.update({(k if k.startswith("time/") else f"train/{k}"): v for k, v in learner_metrics.items()})
-                rec.update({"time/rollout": t_roll, "time/update": t_update, "time/step": time.perf_counter() - t0})
-                self._log(rec)
-                last = rec
+                last = rec = self.train_step()
                 if bar is not None:
                     bar.update(cfg.rollouts_per_step)
                     bar.set_postfix({k.split("/")[-1]: round(v, 3) for k, v in rec.items()

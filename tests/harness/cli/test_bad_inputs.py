@@ -57,6 +57,15 @@ CASES = [
     ("train env.id=lopd/nope-v0 run_dir={d}/r", "unknown env 'lopd/nope-v0'"),
     ("train 'env.kwargs={{bogus: 1}}' run_dir={d}/r", "takes no keyword argument 'bogus'; it takes:"),
     ("train model.path={d}/adir run_dir={d}/r", "adir is not a model directory"),
+    ("train 'model.random_shape={{hidden_size: 8}}' run_dir={d}/r", "applies only to `lopd train --dry-run`"),
+    # train --dry-run: the same checks, and the model it would build at random
+    ("train --dry-run model.num_hidden_layers=0", "model.num_hidden_layers: 0 is out of range (allowed: >= 1)"),
+    ("train --dry-run model.num_hidden_layers=two", "model.num_hidden_layers: expected an integer"),
+    ("train --dry-run rollouts_per_step=-1", "rollouts_per_step: -1 is out of range"),
+    ("train --dry-run nope=1", "unknown config key(s): nope"),
+    ("train --dry-run model.random_shape=[1]", "model.random_shape"),
+    ("train --dry-run model.path={d}/nothere", "not a model whose shape is known offline (Qwen/Qwen3-4B"),
+    ("train --dry-run 'model.random_shape={{hidden_size: 8}}'", "model.random_shape applies to a model built with random"),
     # demo
     ("demo generations=-1", "generations: -1 is out of range"),
     ("demo jobs=0", "jobs: 0"),
