@@ -4,7 +4,7 @@
     lopd prepare harness/configs/lopd.yaml && lopd train harness/configs/lopd.yaml   # LOPD: bank + composer first
     lopd train --example grpo env.id=lopd/micro-v0 optim.lr=1e-4
     lopd train --list-keys                      # every config key with its documentation
-    lopd train harness/configs/paper/grpo_envscaler_qwen3_4b.yaml --dry-run model.num_hidden_layers=2 rollouts_per_step=4
+    lopd train harness/configs/paper/grpo_envscaler_qwen3_4b.yaml --dry-run model.num_hidden_layers=2
 
 A run killed at any point continues from its newest checkpoint when started again with the same
 ``run_dir`` and settings; other settings are refused, naming the keys, unless ``--allow-config-change``

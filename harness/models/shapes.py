@@ -41,8 +41,9 @@ QWEN3_CONFIGS: dict[str, dict[str, Any]] = {
 }
 """Architecture fields of the official config.json of each model (the table above)."""
 
-QWEN3_4B = {k: QWEN3_CONFIGS["Qwen/Qwen3-4B"][k] for k in
-            ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "intermediate_size", "vocab_size")}
+QWEN3_4B = {k: QWEN3_CONFIGS["Qwen/Qwen3-4B"][k] for k in ("hidden_size", "num_attention_heads",
+                                                             "num_key_value_heads", "head_dim",
+                                                             "intermediate_size", "vocab_size")}
 """Qwen3-4B's width (no layer count): what the benchmarks' ``save_shape`` stacks ``layers`` layers of."""
 
 

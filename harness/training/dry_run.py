@@ -1,6 +1,6 @@
 """``lopd train CONFIG --dry-run [key=value ...]``: build what the run builds and take ONE step on the CPU.
 
-    lopd train harness/configs/paper/lopd_envscaler_qwen3_4b.yaml --dry-run model.num_hidden_layers=2 rollouts_per_step=2
+    lopd train harness/configs/paper/lopd_envscaler_qwen3_4b.yaml --dry-run model.num_hidden_layers=2
 
 Everything the real run builds is built from the config (the env and its data, the student, the learner
 with its teachers and optimizers; for LOPD the bank and the composer as far as they can be offline), then
@@ -58,7 +58,7 @@ def reset_peak_rss() -> bool:
 
 
 def has_weights(folder: Path) -> bool:
-    return any(folder.glob("*.safetensors")) or any(folder.glob("*.bin")) or any(folder.glob("*.safetensors.index.json"))
+    return any(any(folder.glob(pattern)) for pattern in ("*.safetensors", "*.bin", "*.safetensors.index.json"))
 
 
 def model_plan(cfg: Any) -> tuple[str, dict[str, Any] | None, str]:
@@ -183,8 +183,8 @@ def dry_run(path: str | None, overrides: list[str], out: Callable[[str], None] =
             if m.random_shape:
                 raise ValueError(f"model.random_shape applies to a model built with random weights; {m.path} "
                                  "is loaded as it is")
-            say(f"model: {m.path} (its weights)" + (f", first {m.num_hidden_layers} layers" if m.num_hidden_layers
-                                                    else ""))
+            first = f", first {m.num_hidden_layers} layers" if m.num_hidden_layers else ""
+            say(f"model: {m.path}, as the run loads it{first}")
         else:
             hf_config = build_random_student(cfg, shape, work / "model")
             say(f"model: {m.path} has no weights on disk: random weights at the shape of {source}"
@@ -228,7 +228,8 @@ def _one_step(cfg: Any, out: Callable[[str], None]) -> int:
     finally:
         tr.close()
     bits = [f"{k.split('/')[-1]} {rec[k]:.4g}" for k in ("train/reward", "train/loss", "train/tokens") if k in rec]
-    out(f"dry run: built in {built:.1f} s; one {cfg.learner} step ({cfg.rollouts_per_step} rollout{'s' if cfg.rollouts_per_step != 1 else ''} + the update) in "
+    n = cfg.rollouts_per_step
+    out(f"dry run: built in {built:.1f} s; one {cfg.learner} step ({n} rollout{'s' if n != 1 else ''} + the update) in "
         f"{wall:.1f} s (rollouts {rec['time/rollout']:.1f} s, update {rec['time/update']:.1f} s)"
         + (f"; {', '.join(bits)}" if bits else ""))
     if peak is None:

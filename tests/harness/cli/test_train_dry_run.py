@@ -150,3 +150,26 @@ def test_num_hidden_layers_keeps_a_loaded_models_first_layers():
     model, _ = load_student(load_train_config(None, ["model.path=micro:pinned", "model.num_hidden_layers=1"]),
                             torch.device("cpu"))
     assert model.config.num_hidden_layers == 1 and len(model.get_decoder().layers) == 1
+
+
+def test_the_memory_models_prediction_is_printed_beside_the_measured_peak(monkeypatch, capsys):
+    """The hook (``dry_run.memory_prediction``): ``harness.training.memory_model.predict_peak(cfg, hf_config,
+    device="cpu").total`` when the module exists; here a stand-in."""
+    import sys
+    import types
+
+    seen = {}
+
+    def predict_peak(cfg, hf_config, tokens=None, device="cuda"):
+        seen.update(learner=cfg.learner, layers=hf_config.num_hidden_layers, device=device)
+        return types.SimpleNamespace(total=3 * 1024 ** 3)
+
+    monkeypatch.setitem(sys.modules, "harness.training.memory_model",
+                        types.SimpleNamespace(predict_peak=predict_peak))
+    rc = main(["train", "--dry-run", "learner=grpo", "rollouts_per_step=4", "sampling.max_new_tokens=4",
+               "model.num_hidden_layers=2"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert seen == {"learner": "grpo", "layers": 2, "device": "cpu"}
+    assert "memory model (harness.training.memory_model.predict_peak, device cpu): 3.00 GiB predicted against" in out
+    assert "model: tiny:1m, as the run loads it, first 2 layers" in out
