@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "as far as they can be offline), on the CPU with the in-process hf engine (no servers), in a "
                         "temporary run folder, then take ONE training step and print its wall time and peak RSS; "
                         "weights not on disk (e.g. Qwen/Qwen3-4B) become random ones at the model's shape "
-                        "(model.num_hidden_layers=2 keeps it small); exits 0")
+                        "(model.num_hidden_layers=2 and model.random_shape={hidden_size: 64, ...} shrink it); exits 0")
     p.set_defaults(func=run)
 
 
