@@ -45,6 +45,8 @@ in-process, on the GPU when there is one, ``--no-hf`` skips them):
    /collective_rpc (needs ``VLLM_SERVER_DEV_MODE=1``): the server's scores of a fixed sequence move
    to the perturbed model's (within ``--tol``); then the unperturbed weights are reloaded the same way.
    With ``--no-hf``: a reload of ``--model`` itself, the greedy decode unchanged.
+9. weight sync in memory: the same, the weights broadcast into the server's receiver extension
+   (``harness.engines.weight_sync``; NCCL from a GPU, gloo from a CPU), no folder.
 
 ``--launch`` with ``--server vllm`` starts ``python -m vllm.entrypoints.openai.api_server`` with
 ``VLLM_SERVER_DEV_MODE=1`` through :func:`harness.engines.server.open_servers` (the trainer's own
@@ -337,6 +339,28 @@ def check_vllm_embeds(eng, prompt, emb, tol):
 
 @check("weight_update")
 def check_vllm_update(eng, hf, tok, prompt, state, base: Path | None, model_dir: Path, work: Path, scale, tol):
+    """New weights through a checkpoint folder (``engine.weight_sync=disk``)."""
+    return _update(eng, hf, tok, prompt, state, base, model_dir, work, scale, tol, in_memory=False)
+
+
+@check("weight_sync_in_memory")
+def check_vllm_sync(eng, hf, tok, prompt, state, base: Path | None, model_dir: Path, work: Path, scale, tol):
+    """New weights in memory (``engine.weight_sync=collective``): NCCL from the GPU, gloo from a CPU."""
+    if hf is None:
+        return {"status": "SKIP", "why": "needs the in-process model (--no-hf given)"}
+    backend = "nccl" if hf.model.device.type == "cuda" else "gloo"
+    t = time.perf_counter()
+    eng.connect_weight_sync(backend=backend)
+    connect_s = time.perf_counter() - t
+    try:
+        out = _update(eng, hf, tok, prompt, state, base, model_dir, work, scale, tol, in_memory=True)
+    finally:
+        eng.disconnect_weight_sync()
+    return {**out, "backend": backend, "connect_seconds": round(connect_s, 2)}
+
+
+def _update(eng, hf, tok, prompt, state, base, model_dir, work, scale, tol, *, in_memory: bool) -> dict:
+    """Perturb the in-process model, sync the server to it, compare their scores, put the server back."""
     from harness.engines.server import write_sync_checkpoint
 
     sp = SamplingParams(temperature=0, max_new_tokens=32)
@@ -357,9 +381,11 @@ def check_vllm_update(eng, hf, tok, prompt, state, base: Path | None, model_dir:
             prm.add_((scale * prm.float().std().nan_to_num(0.0) * noise).to(prm.dtype))
     hf.clear_cache()
     want = hf.score([seq], top_k=0, start=start)[0].token_logprobs.double()
-    path = write_sync_checkpoint(model, model.state_dict(), tok, work / "perturbed")
-    t = time.perf_counter()
-    eng.update_weights(str(path.resolve()))
+    t = time.perf_counter()  # the folder's write counts: it is the path's cost
+    if in_memory:
+        eng.update_weights(model.state_dict())
+    else:
+        eng.update_weights(str(write_sync_checkpoint(model, model.state_dict(), tok, work / "perturbed").resolve()))
     reload_s = time.perf_counter() - t
     try:
         got = eng.score([seq], top_k=0, start=start)[0].token_logprobs.double()
@@ -371,7 +397,7 @@ def check_vllm_update(eng, hf, tok, prompt, state, base: Path | None, model_dir:
     restored = eng.score([seq], top_k=0, start=start)[0].token_logprobs.double() if base is not None else None
     back = (restored - before).abs().max().item() if restored is not None else float("nan")
     ok = gap <= tol and moved > 4 * max(gap, tol) and (restored is None or back <= tol)
-    return {"status": "PASS" if ok else "FAIL", "reload_seconds": round(reload_s, 2),
+    return {"status": "PASS" if ok else "FAIL", "sync_seconds": round(reload_s, 2),
             "scores_moved_by": moved, "gap_to_perturbed_hf": gap, "after_restore_gap": back}
 
 
@@ -420,6 +446,7 @@ def main_vllm(args) -> None:
         check_rollout(eng, tok)
         if "greedy" in state:
             check_vllm_update(eng, hf, tok, prompt, state, base, args.model, work, args.perturb, args.tol)
+            check_vllm_sync(eng, hf, tok, prompt, state, base, args.model, work, args.perturb, args.tol)
     finally:
         if pool is not None:
             pool.close()

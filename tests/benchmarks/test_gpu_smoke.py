@@ -32,8 +32,10 @@ def test_vllm_checks_pass_on_the_cpu_server(vllm_server, tmp_path):
     res = {r["check"]: r for r in json.loads(out.read_text())["results"]}
     assert rc == 0, res
     assert list(res) == ["server", "generate", "greedy_vs_hf", "top20_scores_vs_hf", "sampled_logprobs",
-                         "prompt_embeds", "rollout", "weight_update"]
+                         "prompt_embeds", "rollout", "weight_update", "weight_sync_in_memory"]
     assert all(r["status"] == "PASS" for r in res.values())
     assert res["greedy_vs_hf"]["criterion"] == "token for token" and res["greedy_vs_hf"]["equal"]
     assert res["prompt_embeds"]["scoring_under_overrides"].startswith("refused")
-    assert res["weight_update"]["scores_moved_by"] > 0.2 > res["weight_update"]["gap_to_perturbed_hf"]
+    for name in ("weight_update", "weight_sync_in_memory"):
+        assert res[name]["scores_moved_by"] > 0.2 > res[name]["gap_to_perturbed_hf"], res[name]
+    assert res["weight_sync_in_memory"]["backend"] == "gloo"
