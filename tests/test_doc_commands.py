@@ -85,7 +85,7 @@ SKIP: dict[str, str] = {
     "torchrun --nproc_per_node 8": GPU,
     "python -m sglang.launch_server": GPU,
     "python benchmarks/gpu_smoke.py": GPU + "; tests/benchmarks/test_gpu_smoke.py runs its checks on CPU",
-    "VLLM_SERVER_DEV_MODE=1 python -m vllm": GPU,
+    "VLLM_SERVER_DEV_MODE=1 PYTHONPATH=harness/engines/worker_ext python -m vllm": GPU,
     "pip install -e .[dev]": "installs the project; `make venv` did that for this suite",
     "pip install sglang[all]": "SGLang's CUDA build: " + GPU,
     "huggingface-cli download": "downloads an 8B model from the hub",
