@@ -202,9 +202,9 @@ class TimedTrainer(Trainer):
         super()._refresh_engine()
         self.bench_sync.append((self.step, time.perf_counter() - t))
 
-    def _write_sync(self, step: int) -> Path:
+    def _save_sync(self, step: int, state) -> Path:
         t = time.perf_counter()
-        out = super()._write_sync(step)
+        out = super()._save_sync(step, state)
         self.bench_write.append((step, time.perf_counter() - t))
         return out
 
@@ -224,7 +224,8 @@ class GRPOStepCase:
                "eval.every_generations=0", "checkpoint.every_steps=0", "checkpoint.resume=false",
                "log.progress=false"]
         if side == "vllm":
-            out += ["engine.kind=vllm", f"engine.urls=[{self.pool.servers[0].url}]"]
+            # the folder sync (what sync_write_s times); benchmarks/bench_weight_sync.py compares it with memory
+            out += ["engine.kind=vllm", f"engine.urls=[{self.pool.servers[0].url}]", "engine.weight_sync=disk"]
         return out
 
     def run(self, side: str, repeat: int) -> dict[str, float]:
