@@ -10,6 +10,13 @@ checkpointing) runs in a fresh process: it builds the trainer, takes one warm-up
 states now exist), resets the kernel's peak-RSS counter (``/proc/self/clear_refs``), takes a second step
 and reports the peak RSS above the RSS just before it (``VmHWM - VmRSS``): what the step itself adds.
 Also the second step's CPU seconds. On a GPU the same numbers come from ``gpu_device_check.py``.
+
+Each case also records the RSS before the trainer is built (the process: torch, the env, the tokenizer),
+the RSS held before the step, and :func:`harness.training.memory_model.predict_peak` (device ``cpu``) for
+its config: predicted vs measured for the static part (held - process), the step's increment and the
+total peak (process + prediction vs ``VmHWM``)::
+
+    .venv/bin/python benchmarks/bench_checkpointing.py --vocab 151936 --out benchmarks/results/memory_model.json
 """
 
 from __future__ import annotations
@@ -35,6 +42,18 @@ def _status_mib(field: str) -> float:
         return next(int(line.split()[1]) for line in f if line.startswith(field + ":")) / 1024
 
 
+def case_overrides(work: Path, learner: str, tokens: int, checkpointing: bool, dtype: str) -> list[str]:
+    """The train config of one case: ``tokens // 1024`` synthetic rows in one micro-batch."""
+    rows = max(1, tokens // 1024)
+    return [f"learner={learner}", f"run_dir={work}/run-{learner}-{tokens}-{checkpointing}", "env.id=lopd/shop-v0",
+          f"model.path={work / 'shape'}", f"model.dtype={dtype}", f"model.gradient_checkpointing={checkpointing}",
+          f"rollouts_per_step={rows}", f"group_size={min(rows, 4) if learner == 'grpo' else 1}",
+          "micro_batch_tokens=100000000", "log.progress=false", "log.traces=false", "eval.at_start=false",
+          "eval.at_end=false", "eval.every_generations=0", "checkpoint.every_steps=0", "checkpoint.resume=false",
+          f"bank.traces=[{work}/shop.jsonl]", "bank.embedder=hashing", "lopd.allow_self_retrieval=true",
+          "lopd.composer_init=random", f"lopd.composer.qformer.dtype={dtype}"]
+
+
 def run_case(work: Path, learner: str, tokens: int, checkpointing: bool, dtype: str) -> dict:
     """One case in this process: peak RSS a second learner step adds (MiB), and its CPU seconds."""
     from benchmarks.bench_memory import synthetic_batch
@@ -42,29 +61,62 @@ def run_case(work: Path, learner: str, tokens: int, checkpointing: bool, dtype: 
     from harness.training.train_config import TrainConfig
     from harness.training.trainer import Trainer
 
+    base = _status_mib("VmRSS")  # the process before any model: not the memory model's to predict
     rows = max(1, tokens // 1024)
-    ov = [f"learner={learner}", f"run_dir={work}/run-{learner}-{tokens}-{checkpointing}", "env.id=lopd/shop-v0",
-          f"model.path={work / 'shape'}", f"model.dtype={dtype}", f"model.gradient_checkpointing={checkpointing}",
-          f"rollouts_per_step={rows}", f"group_size={min(rows, 4) if learner == 'grpo' else 1}",
-          "micro_batch_tokens=100000000", "log.progress=false", "log.traces=false", "eval.at_start=false",
-          "eval.at_end=false", "eval.every_generations=0", "checkpoint.every_steps=0", "checkpoint.resume=false",
-          f"bank.traces=[{work}/shop.jsonl]", "bank.embedder=hashing", "lopd.allow_self_retrieval=true",
-          "lopd.composer_init=random", f"lopd.composer.qformer.dtype={dtype}"]
-    tr = Trainer(load_config(TrainConfig, None, ov))
+    cfg = load_config(TrainConfig, None, case_overrides(work, learner, tokens, checkpointing, dtype))
+    tr = Trainer(cfg)
     batch, _ = synthetic_batch(tr, rows, 1024)
     tr.learner.train_step(batch)  # warm-up: AdamW's states are made in the first step
     Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
-    held = _status_mib("VmRSS")
+    held, held_file = _status_mib("VmRSS"), _status_mib("RssFile")  # file-backed: mapped weights, libraries
     t0 = time.process_time()
     m = tr.learner.train_step(batch)
     cpu = time.process_time() - t0
-    return {"peak_above_mib": round(_status_mib("VmHWM") - held, 1), "held_mib": round(held, 1),
-            "step_cpu_s": round(cpu, 2), "loss": m["loss"], "tokens": m["tokens"]}
+    peak = _status_mib("VmHWM")
+    return {"peak_above_mib": round(peak - held, 1), "held_mib": round(held, 1), "process_mib": round(base, 1),
+            "peak_mib": round(peak, 1), "held_file_mib": round(held_file, 1), "trimmed_mib": _trimmed_mib(), "step_cpu_s": round(cpu, 2), "loss": m["loss"], "tokens": m["tokens"],
+            "predicted": _predicted(tr, cfg, work, batch)}
+
+
+def _trimmed_mib() -> float | None:
+    """RSS after glibc's malloc_trim: what freed tensors left cached in malloc's heaps is returned."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except OSError:
+        return None
+    return round(_status_mib("VmRSS"), 1)
+
+
+def _predicted(tr, cfg, work: Path, batch) -> dict:
+    """The memory model's prediction (MiB) for this case: the micro-batch's padded tokens, its supervised
+    ones, and for LOPD the encoder's tokens per retrieved experience (their mean)."""
+    from harness.training.memory_model import predict_peak
+
+    r = batch.rollouts
+    width = max(len(x.traj.token_ids) for x in r)
+    kw = {"tokens": width * len(r), "row_tokens": width, "supervised": sum(sum(x.traj.loss_mask) for x in r)}
+    if cfg.learner == "lopd":
+        lrn = tr.learner
+        exps = lrn.retrieve([r[0].task])[0]
+        lens = [len(lrn.composer.encoder_ids(r[0].task.prompt, e)) for e in exps] or [0]
+        kw.update(encoder_tokens=round(sum(lens) / len(lens)), tasks_per_micro_batch=len({x.task.task_id for x in r}))
+        from harness.learners.latent_teacher import latent_teacher_prompt
+
+        tp = latent_teacher_prompt(tr.tokenizer, r[0].traj.episode, len(exps) * lrn.composer.n_latents,
+                                   lrn.cfg.framing, tr.ctx.template_kwargs)
+        kw["teacher_prefix"] = tp[1][0] if tp and tp[1] else 0  # the teacher's tokens before its first latent
+    est = predict_peak(cfg, work / "shape", device="cpu", **kw)
+    mib = 2 ** 20
+    return {"static_mib": round(est.static_total / mib, 1), "step_mib": round(est.step_total / mib, 1),
+            "total_mib": round(est.total / mib, 1), "phase": est.phase, **kw,
+            "parts_mib": {k: round(v / mib, 1) for k, v in {**est.static, **est.step}.items()}}
 
 
 def child(args: argparse.Namespace, learner: str, tokens: int, checkpointing: bool) -> dict:
     cmd = [sys.executable, __file__, "--one", learner, str(tokens), str(int(checkpointing)), "--work", args.work,
-           "--layers", str(args.layers), "--dtype", args.dtype]
+           "--layers", str(args.layers), "--dtype", args.dtype, "--vocab", str(args.vocab)]
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "TOKENIZERS_PARALLELISM": "false"}
     r = subprocess.run(cmd, env=env, capture_output=True, text=True)
     lines = r.stdout.strip().splitlines()
@@ -102,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     save_shape(work / "shape", args.layers, args.vocab, args.dtype)
     write_shop_traces(work / "shop.jsonl")
     rows = []
-    print(f"{'learner':8s} {'tokens':>6s} {'off: MiB':>10s} {'on: MiB':>10s} {'on/off':>7s} {'CPU s off/on':>14s}")
+    print(f"{'learner':8s} {'tokens':>6s} {'off: MiB':>10s} {'on: MiB':>10s} {'on/off':>7s} {'CPU s off/on':>14s}"
+          "   predicted/measured: step off, on; peak off, on")
     for learner in args.learners:
         for n in args.tokens:
             off, on = (child(args, learner, n, c) for c in (False, True))
@@ -112,7 +165,9 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             print(f"{learner:8s} {n:6d} {off['peak_above_mib']:10.0f} {on['peak_above_mib']:10.0f} "
                   f"{on['peak_above_mib'] / off['peak_above_mib']:7.2f} "
-                  f"{off['step_cpu_s']:6.1f}/{on['step_cpu_s']:<6.1f}", flush=True)
+                  f"{off['step_cpu_s']:6.1f}/{on['step_cpu_s']:<6.1f}   " + ", ".join(
+                      f"{c['predicted'][k + '_mib'] / (c[m] - (c['process_mib'] if k == 'total' else 0)):.2f}"
+                      for k, m in (("step", "peak_above_mib"), ("total", "peak_mib")) for c in (off, on)), flush=True)
     meta = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "date": str(date.today()),
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "torch_threads": args.threads,
             "shape": {**QWEN3_4B, "num_hidden_layers": args.layers, "vocab_size": args.vocab},

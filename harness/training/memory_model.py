@@ -5,8 +5,10 @@ Every term counts tensors the trainer and the learners hold (``harness/training/
 measurement. The activation terms are the tensors autograd saves in transformers' Qwen3 layer, counted
 once with ``saved_tensors_hooks`` (tests/harness/training/test_memory_model.py checks them exactly)::
 
-    from harness.training.memory_model import predict_peak, fit_micro_batch_tokens, shape_of
+    from harness.config import load_config
     from harness.models.shapes import QWEN3_CONFIGS
+    from harness.training.memory_model import predict_peak, fit_micro_batch_tokens
+    from harness.training.train_config import TrainConfig
     cfg = load_config(TrainConfig, None, ["learner=grpo", "model.dtype=bfloat16", "model.device=cuda"])
     est = predict_peak(cfg, QWEN3_CONFIGS["Qwen/Qwen3-4B"], tokens=4096, device="cuda")
     print(est.table())               # named parts in bytes, est.total the peak
@@ -14,7 +16,7 @@ once with ``saved_tensors_hooks`` (tests/harness/training/test_memory_model.py c
 
 ``hf_config``: a config.json dict, a transformers config, or a path to config.json or its folder.
 Not counted: the CUDA context and allocator slack (a few GB), the Python process itself, rollouts and
-the bank; on CUDA the CPU-held initial weights are shown as ``host_initial_weights``, outside ``total``.
+the bank; on CUDA the CPU-held initial weights are shown in ``host``, outside ``total``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 _DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8}
-LEARNERS = ("grpo", "sdpo", "opsd", "lopd")
+LEARNERS = ("grpo", "sdpo", "opsd", "lopd", "sft")  # sft keeps what GRPO without a reference does
 _LORA_IN = {"q_proj": "d", "k_proj": "d", "v_proj": "d", "o_proj": "q", "gate_proj": "d", "up_proj": "d",
             "down_proj": "i"}  # each LoRA target's input width: hidden, heads x head_dim, intermediate
 
@@ -172,11 +174,18 @@ class MemoryEstimate:
 
 
 def _head_transient(s: ModelShape, wb: int, positions: int, chunk: int) -> int:
-    """One LM-head chunk in the backward: its recomputed logits (``wb``, plus the fp32 upcast), and the
-    three fp32 [c, V] gradients of the log-softmax (logsumexp's, the gather's, their sum), plus the
-    gradient cast back to ``wb``."""
+    """One LM-head chunk's backward, at its log-softmax: the recomputed logits in the loss dtype (fp32,
+    kept by logsumexp) and three [c, V] gradients (logsumexp's, the gather's, their sum). By the head's
+    matrix product the logits are gone: :func:`_head_matmul` is that moment."""
     c = positions if chunk <= 0 else min(chunk, positions)
-    return c * s.vocab * (wb + 12 + (4 + wb if wb != 4 else 0))
+    return 4 * max(4, wb) * c * s.vocab
+
+
+def _head_matmul(s: ModelShape, wb: int, positions: int, chunk: int, later: bool) -> int:
+    """The head's matrix product in a chunk's backward: the logits' gradient (loss dtype, and cast to
+    ``wb``) and the new [V, d] weight gradient, beside the accumulated one for every chunk after the first."""
+    c = positions if chunk <= 0 else min(chunk, positions)
+    return (max(4, wb) + wb) * c * s.vocab + s.vocab * s.hidden * wb * (2 if later else 1)
 
 
 def _checked(cfg: Any, tokens: int | None, device: str) -> tuple[str, int, int]:
@@ -207,20 +216,8 @@ def _composer(cfg: Any, s: ModelShape) -> tuple[int, int, int]:
     return lora, qf, qb
 
 
-def predict_peak(cfg: Any, hf_config: Any, tokens: int | None = None, device: str = "cuda", *,
-                 supervised: int | None = None, encoder_tokens: int | None = None,
-                 tasks_per_micro_batch: int = 1, row_tokens: int | None = None) -> MemoryEstimate:
-    """The peak memory of one step of ``cfg`` (a TrainConfig) on the model ``hf_config`` describes.
-
-    ``tokens``: padded tokens of a micro-batch (default ``cfg.micro_batch_tokens``); ``supervised``:
-    its positions the LM head runs on (default all); LOPD's ``encoder_tokens`` per experience (default
-    ``lopd.composer.max_encoder_tokens``, else ``tokens``) for ``tasks_per_micro_batch`` tasks."""
-    learner, t, wb = _checked(cfg, tokens, device)
-    s = shape_of(hf_config)
-    n = t if supervised is None else int(supervised)
-    if not 0 <= n <= t:
-        raise ValueError(f"memory model: supervised={n} must lie in [0, tokens={t}]")
-    ckpt, chunk = bool(cfg.model.gradient_checkpointing), int(cfg.model.logits_chunk)
+def _static_parts(cfg: Any, learner: str, s: ModelShape, wb: int, t: int, device: str) -> MemoryEstimate:
+    """What is held between steps: the student, AdamW's states, the copies the trainer and learner make."""
     p = s.params()
     est = MemoryEstimate(tokens=t, device=device)
     est.static["weights"] = p * wb
@@ -228,12 +225,37 @@ def predict_peak(cfg: Any, hf_config: Any, tokens: int | None = None, device: st
     # trainer.initial_state: a CPU copy of every state-dict entry (a tied head's entry copied twice)
     initial = (p + (s.vocab * s.hidden if s.tied else 0)) * wb
     (est.static if device == "cpu" else est.host)["initial_weights"] = initial
-    teacher_copy = learner in ("sdpo", "opsd", "lopd") or (learner == "grpo" and cfg.grpo.kl_coef)
-    if teacher_copy:
+    if learner in ("sdpo", "opsd", "lopd") or (learner == "grpo" and cfg.grpo.kl_coef):
         est.static["frozen_teacher"] = p * wb  # ctx.frozen_copy(): the initial model on the device
+    return est
+
+
+def predict_peak(cfg: Any, hf_config: Any, tokens: int | None = None, device: str = "cuda", *,
+                 supervised: int | None = None, encoder_tokens: int | None = None,
+                 tasks_per_micro_batch: int = 1, row_tokens: int | None = None, padded: bool = False,
+                 teacher_prefix: int = 0, first_step: bool = False) -> MemoryEstimate:
+    """The peak memory of one step of ``cfg`` (a TrainConfig) on the model ``hf_config`` describes.
+
+    ``tokens``: padded tokens of a micro-batch (default ``cfg.micro_batch_tokens``); ``supervised``:
+    its positions the LM head runs on (default all); LOPD's ``encoder_tokens`` per experience (default
+    ``lopd.composer.max_encoder_tokens``, else ``tokens``) for ``tasks_per_micro_batch`` tasks.
+    ``row_tokens``: the width of the micro-batch's rows (default: one row of ``tokens``); ``padded``: rows
+    of unequal length (an explicit attention mask instead of SDPA's causal path); ``teacher_prefix``: LOPD's
+    teacher-row tokens before the first latent (run without a graph, as a KV cache, unless checkpointing).
+    ``first_step``: the run's first step, inside which AdamW makes its states (they join the optimizer
+    phase instead of the static part)."""
+    learner, t, wb = _checked(cfg, tokens, device)
+    s = shape_of(hf_config)
+    n = t if supervised is None else int(supervised)
+    if not 0 <= n <= t:
+        raise ValueError(f"memory model: supervised={n} must lie in [0, tokens={t}]")
+    ckpt, chunk = bool(cfg.model.gradient_checkpointing), int(cfg.model.logits_chunk)
+    p = s.params()
+    est = _static_parts(cfg, learner, s, wb, t, device)
     grads, vd = p * wb, s.vocab * s.hidden * wb
     est.step["gradients"] = grads
-    mask = int(row_tokens) if row_tokens and row_tokens < t else 0
+    row = min(int(row_tokens or t), t)
+    mask = row if padded else 0
     acts = stack_activation_bytes(s, wb, t, True, ckpt, mask) + n * s.hidden * wb  # + the head's gathered input
     est.step["student_activations"] = acts
     head = _head_transient(s, wb, n, chunk)
@@ -241,37 +263,53 @@ def predict_peak(cfg: Any, hf_config: Any, tokens: int | None = None, device: st
         head += 2 * 4 * min(chunk or n, n) * s.vocab  # the teacher's chunk logits and log-softmax beside
     est.step["head_chunk"] = head
     n_chunks = 1 if chunk <= 0 or n <= chunk else -(-n // chunk)
+    later = n_chunks > 1  # a chunk after the first finds the head's gradient already there
+    head_peak = max(head + (vd if later else 0), _head_matmul(s, wb, n, chunk, later))
+    extra = 0.0
+    if learner == "lopd":
+        extra = _lopd_parts(cfg, s, wb, (t, row, teacher_prefix), n, ckpt, encoder_tokens or t,
+                            tasks_per_micro_batch, mask, est)
+    comp_g = est.step.get("composer_gradients", 0.0)
+    est.phases["student_backward_head"] = acts + head_peak + comp_g
+    if learner == "lopd":
+        # the teacher's chunk (lopd.chunked.topk_and_targets) has two logsumexps and a top-k: two more
+        # [c, V] gradients than the student's one log-softmax
+        t_head = head + 2 * max(4, wb) * min(chunk or n, n) * s.vocab
+        est.phases["composer_backward"] = acts + extra + t_head + comp_g
+    _layer_phases(est, s, wb, t, ckpt, mask, acts, comp_g)
+    # AdamW: foreach on CUDA makes one sqrt(exp_avg_sq) of every parameter; per tensor on the CPU (two
+    # temporaries of the largest, the embedding)
+    est.phases["optimizer"] = grads + (p * wb if device == "cuda" else 2 * vd)
+    if first_step:
+        made = est.static.pop("adamw_states") + est.static.pop("composer_adamw", 0.0)
+        est.step["adamw_states"] = made
+        est.phases["optimizer"] += made
+    return est
+
+
+def _layer_phases(est: MemoryEstimate, s: ModelShape, wb: int, t: int, ckpt: bool, mask: int, acts: float,
+                  comp_g: float) -> None:
+    """The student's backward through its layers. Layer by layer the activations go and the gradients
+    come, so it peaks at its top layer or its bottom one; a checkpointed layer is rebuilt first (one
+    layer's activations beside the kept inputs)."""
     layer_act = t * layer_activation_bytes(s, wb, True, mask)
     # a layer's backward: its weights' gradients and the [T, I] / [T, d] gradients of its activations
     # (grad of down_proj's input, of silu(gate) and of up, then gate's; the residual stream's two)
-    layer_bwd = s.layer_params() * wb + t * wb * (3 * s.intermediate + 2 * s.hidden)
-    head_w = vd * (2 if n_chunks > 1 else 1)  # the head's gradient, and a chunk's before it is added in
-    extra = 0.0
-    if learner == "lopd":
-        extra = _lopd_parts(cfg, s, wb, t, n, ckpt, encoder_tokens or t, tasks_per_micro_batch, mask, est)
-    comp_g = est.step.get("composer_gradients", 0.0)
-    est.phases["student_backward_head"] = acts + head + head_w + comp_g
-    if learner == "lopd":
-        est.phases["composer_backward"] = acts + extra + head + comp_g
-    # layer by layer the activations go and the gradients come, so the backward peaks at its top layer
-    # or its bottom one; a checkpointed layer is rebuilt first (one layer's activations beside the inputs)
+    w_grad = s.layer_params() * wb
+    layer_bwd = w_grad + t * wb * (3 * s.intermediate + 2 * s.hidden)
+    vd, grads = s.vocab * s.hidden * wb, s.params() * wb
     kept = wb * s.hidden * t if ckpt else layer_act
     rebuilt = layer_act if ckpt else 0
     below = acts - (s.layers - 1) * kept  # the bottom layer's activations and what is outside the layers
     est.phases["backward_top_layer"] = acts + rebuilt + vd + layer_bwd + comp_g
-    est.phases["backward_bottom_layer"] = below + rebuilt + grads - s.vocab * s.hidden * wb * (0 if s.tied else 1) \
-        + layer_bwd - s.layer_params() * wb + comp_g
+    no_embedding = grads - (0 if s.tied else vd)  # an untied embedding's gradient comes last
+    est.phases["backward_bottom_layer"] = below + rebuilt + no_embedding + layer_bwd - w_grad + comp_g
     # the embedding's backward: every gradient, and for a tied head a dense [V, d] one before it is added in
     est.phases["backward_end"] = grads + (vd if s.tied else 0) + comp_g
-    # AdamW: foreach on CUDA makes one sqrt(exp_avg_sq) of every parameter; per tensor on the CPU (two
-    # temporaries of the largest, the embedding)
-    temp = p * wb if device == "cuda" else 2 * vd
-    est.phases["optimizer"] = grads + temp
-    return est
 
 
-def _lopd_parts(cfg: Any, s: ModelShape, wb: int, t: int, n: int, ckpt: bool, enc: int, tasks: int,
-                row_mask: int, est: MemoryEstimate) -> float:
+def _lopd_parts(cfg: Any, s: ModelShape, wb: int, rows: tuple[int, int, int], n: int, ckpt: bool, enc: int,
+                tasks: int, row_mask: int, est: MemoryEstimate) -> float:
     """LOPD's composer (static) and the teacher's and encoder's graphs alive until the composer's
     backward (returned)."""
     lc = cfg.lopd
@@ -284,8 +322,11 @@ def _lopd_parts(cfg: Any, s: ModelShape, wb: int, t: int, n: int, ckpt: bool, en
         return 0.0
     latents = lc.n_retrieved * lc.composer.qformer.n_latents
     enc = min(enc, lc.composer.max_encoder_tokens or enc)
-    t_teach = t + latents  # the teacher row: the student's tokens and the latents (the prefix cache ignored)
-    mask = row_mask if ckpt else t_teach  # the no-grad prefix runs as a KV cache: an explicit mask over the row
+    t, row, prefix = rows
+    keys = row + latents  # a teacher row: the student's row with the latents framed in
+    prefix = 0 if ckpt else min(prefix, row)  # checkpointed layers take the whole row (no prefix cache)
+    t_teach = (t // row) * (keys - prefix)  # tokens with a graph, every row of the micro-batch
+    mask = row_mask if ckpt else keys  # behind a KV cache the attention takes an explicit mask over the row
     teach = stack_activation_bytes(s, wb, t_teach, False, ckpt, mask) + n * s.hidden * wb
     pairs = tasks * lc.n_retrieved
     lora_tok = lora_extra_bytes(s, wb, lc.composer.lora.r, list(lc.composer.lora.target_modules))
