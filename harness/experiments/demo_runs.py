@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.experiments.demo_report import BEHAVIOUR
 from harness.metrics import read_metrics
-from harness.prepare.stages import CACHE_VERSION, progress_bar
+from harness.prepare.stages import CACHE_VERSION, model_identity, progress_bar
 
 if TYPE_CHECKING:
     from harness.experiments.demo_config import DemoConfig
@@ -89,19 +89,25 @@ def _spec_file(run_dir: Path) -> Path:
 
 def same_run(saved: dict[str, Any] | None, want: dict[str, Any]) -> bool:
     """Whether a finished run's saved spec trains the same run as ``want``. Progress bars and the run's
-    folder are not part of it, so an output folder can be moved, or assembled from links to runs of
-    several comparisons, and still be reused. The resolved configs must agree on every key the saved one
+    folder are not part of it, and a built base stands for its recorded key (:func:`model_identity`), so an
+    output folder can be moved, or assembled from links to runs of several comparisons, and still be reused. The resolved configs must agree on every key the saved one
     holds: a changed value (an edited packaged file, a new default) retrains; a field added to the code since,
     absent from the saved config, does not."""
     def overrides(spec: dict[str, Any]) -> list[str]:
-        return [o for o in spec.get("overrides", []) if not o.startswith(("log.progress=", "run_dir="))]
+        return [f"model.path={model_identity(o[11:])}" if o.startswith("model.path=") else o
+                for o in spec.get("overrides", []) if not o.startswith(("log.progress=", "run_dir="))]
+
+    def config(spec: dict[str, Any]) -> dict[str, Any]:
+        cfg = dict(spec.get("config") or {})
+        if isinstance(cfg.get("model"), dict) and isinstance(cfg["model"].get("path"), str):
+            cfg["model"] = {**cfg["model"], "path": model_identity(cfg["model"]["path"])}
+        return cfg
 
     if not isinstance(saved, dict) or saved.get("version") != want.get("version"):
         return False
     from harness.config import recorded_settings_agree
 
-    return overrides(saved) == overrides(want) and recorded_settings_agree(saved.get("config") or {},
-                                                                           want.get("config") or {})
+    return overrides(saved) == overrides(want) and recorded_settings_agree(config(saved), config(want))
 
 
 def run_config(ov: list[str]) -> Any:

@@ -131,6 +131,19 @@ def _portable(path: str | Path) -> str:
     return str(path)
 
 
+def model_identity(path: str | Path) -> str:
+    """What a model path stands for in a cache key: a built base's recorded key (``base_info.json``), as the
+    bank's key holds it, else the path as :func:`_portable` gives it. A base's cache folder is named by the
+    key of the code that looks it up, which changes with unrelated code (a copied pinned base keeps its
+    weights), so a key that held the folder retrained cold starts and runs of the same weights."""
+    info = Path(path).expanduser() / "base_info.json"
+    try:
+        key = json.loads(info.read_text()).get("key") if info.is_file() else None
+    except (OSError, ValueError):
+        key = None
+    return f"base:{key}" if isinstance(key, str) and key else _portable(path)
+
+
 def _play(base: Base, cfg: StageConfig, ids: list[str], out: Path, desc: str, phase: str,
           references: dict[str, str] | None = None) -> tuple[int, int]:
     """The base plays each training task of ``ids`` once (temperature ``bank_temperature``), with
@@ -296,7 +309,7 @@ def coldstart_key(cfg: StageConfig, train_cfg: Any, bank: Path, traces: list[Pat
                        lr=cfg.coldstart_lr)
     return _key("coldstart", _portable(bank), [_portable(t) for t in traces], asdict(lo.composer),
                 asdict(settings), lo.n_retrieved, lo.allow_self_retrieval, framing_text(lo.framing), lo.composer_seed,
-                _portable(train_cfg.model.path))
+                model_identity(train_cfg.model.path))
 
 
 def coldstart(cfg: StageConfig, train_cfg: Any, overrides: list[str], bank: Path, traces: list[Path],
