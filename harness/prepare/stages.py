@@ -132,16 +132,13 @@ def _portable(path: str | Path) -> str:
 
 
 def model_identity(path: str | Path) -> str:
-    """What a model path stands for in a cache key: a built base's recorded key (``base_info.json``), as the
-    bank's key holds it, else the path as :func:`_portable` gives it. A base's cache folder is named by the
-    key of the code that looks it up, which changes with unrelated code (a copied pinned base keeps its
-    weights), so a key that held the folder retrained cold starts and runs of the same weights."""
-    info = Path(path).expanduser() / "base_info.json"
-    try:
-        key = json.loads(info.read_text()).get("key") if info.is_file() else None
-    except (OSError, ValueError):
-        key = None
-    return f"base:{key}" if isinstance(key, str) and key else _portable(path)
+    """What a model path stands for in a cache key: a built base's recorded key
+    (:func:`harness.models.identity.recorded_base_key`), as the bank's key holds it, else the path as
+    :func:`_portable` gives it."""
+    from harness.models.identity import recorded_base_key
+
+    key = recorded_base_key(path)
+    return f"base:{key}" if key else _portable(path)
 
 
 def _play(base: Base, cfg: StageConfig, ids: list[str], out: Path, desc: str, phase: str,

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.models.identity import same_model
 from harness.training.train_config import TrainConfig
 
 FREE = ("run_dir", "generations", "micro_batch_tokens", "model.device", "model.logits_chunk",
@@ -88,6 +89,8 @@ def check_rerun(cfg: TrainConfig, allow_change: bool = False) -> ConfigChange | 
     new = flat_settings(cfg)
     changed = {k: (old.get(k, _UNSET), new.get(k, _UNSET)) for k in sorted(set(old) | set(new))
                if k != "run_dir" and old.get(k, _UNSET) != new.get(k, _UNSET)}
+    if "model.path" in changed and same_model(*changed["model.path"]):
+        del changed["model.path"]  # the same base under a cache folder named by newer code
     if not changed:
         return None
     change = ConfigChange(changed, forced=any(not is_free(k) for k in changed))
