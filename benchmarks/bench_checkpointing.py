@@ -3,13 +3,19 @@
     .venv/bin/python benchmarks/bench_checkpointing.py --tokens 1024 --out benchmarks/results/checkpointing.json
 
 The model is ``--layers`` layers of Qwen3-4B's shape (hidden 2,560, 32/8 heads, MLP 9,728; random weights
-in ``--dtype``: ``gpu_device_check.save_shape``) with a ``--vocab``-row embedding (default 1,024, the tiny
+in ``--dtype``: ``harness.models.shapes.save_shape``) with a ``--vocab``-row embedding (default 1,024, the tiny
 model's; 151,936 is Qwen3's, whose chunked head adds the same few chunks either way, and bf16 is slow on
 CPUs), the batch ``--tokens`` supervised tokens of synthetic shop rollouts in one micro-batch (``bench_memory.synthetic_batch``). Each case (learner x
 checkpointing) runs in a fresh process: it builds the trainer, takes one warm-up step (the optimizers'
 states now exist), resets the kernel's peak-RSS counter (``/proc/self/clear_refs``), takes a second step
 and reports the peak RSS above the RSS just before it (``VmHWM - VmRSS``): what the step itself adds.
 Also the second step's CPU seconds. On a GPU the same numbers come from ``gpu_device_check.py``.
+
+``--set KEY=VALUE ...`` adds train-config overrides to every case: ``lopd.teacher_graph=after_student``
+against the default measures that knob (benchmarks/results/teacher_graph.json)::
+
+    .venv/bin/python benchmarks/bench_checkpointing.py --learners lopd --tokens 1024 4096 \
+        --set lopd.teacher_graph=after_student
 
 Each case also records the RSS before the trainer is built (the process: torch, the env, the tokenizer),
 the RSS held before the step, and :func:`harness.training.memory_model.predict_peak` (device ``cpu``) for
@@ -42,8 +48,9 @@ def _status_mib(field: str) -> float:
         return next(int(line.split()[1]) for line in f if line.startswith(field + ":")) / 1024
 
 
-def case_overrides(work: Path, learner: str, tokens: int, checkpointing: bool, dtype: str) -> list[str]:
-    """The train config of one case: ``tokens // 1024`` synthetic rows in one micro-batch."""
+def case_overrides(work: Path, learner: str, tokens: int, checkpointing: bool, dtype: str,
+                   extra: list[str] = ()) -> list[str]:
+    """The train config of one case: ``tokens // 1024`` synthetic rows in one micro-batch, then ``extra``."""
     rows = max(1, tokens // 1024)
     return [f"learner={learner}", f"run_dir={work}/run-{learner}-{tokens}-{checkpointing}", "env.id=lopd/shop-v0",
           f"model.path={work / 'shape'}", f"model.dtype={dtype}", f"model.gradient_checkpointing={checkpointing}",
@@ -51,10 +58,10 @@ def case_overrides(work: Path, learner: str, tokens: int, checkpointing: bool, d
           "micro_batch_tokens=100000000", "log.progress=false", "log.traces=false", "eval.at_start=false",
           "eval.at_end=false", "eval.every_generations=0", "checkpoint.every_steps=0", "checkpoint.resume=false",
           f"bank.traces=[{work}/shop.jsonl]", "bank.embedder=hashing", "lopd.allow_self_retrieval=true",
-          "lopd.composer_init=random", f"lopd.composer.qformer.dtype={dtype}"]
+          "lopd.composer_init=random", f"lopd.composer.qformer.dtype={dtype}", *extra]
 
 
-def run_case(work: Path, learner: str, tokens: int, checkpointing: bool, dtype: str) -> dict:
+def run_case(work: Path, learner: str, tokens: int, checkpointing: bool, dtype: str, extra: list[str] = ()) -> dict:
     """One case in this process: peak RSS a second learner step adds (MiB), and its CPU seconds."""
     from benchmarks.bench_memory import synthetic_batch
     from harness.config import load_config
@@ -63,7 +70,7 @@ def run_case(work: Path, learner: str, tokens: int, checkpointing: bool, dtype: 
 
     base = _status_mib("VmRSS")  # the process before any model: not the memory model's to predict
     rows = max(1, tokens // 1024)
-    cfg = load_config(TrainConfig, None, case_overrides(work, learner, tokens, checkpointing, dtype))
+    cfg = load_config(TrainConfig, None, case_overrides(work, learner, tokens, checkpointing, dtype, extra))
     tr = Trainer(cfg)
     batch, _ = synthetic_batch(tr, rows, 1024)
     tr.learner.train_step(batch)  # warm-up: AdamW's states are made in the first step
@@ -75,7 +82,7 @@ def run_case(work: Path, learner: str, tokens: int, checkpointing: bool, dtype: 
     peak = _status_mib("VmHWM")
     return {"peak_above_mib": round(peak - held, 1), "held_mib": round(held, 1), "process_mib": round(base, 1),
             "peak_mib": round(peak, 1), "held_file_mib": round(held_file, 1), "trimmed_mib": _trimmed_mib(), "step_cpu_s": round(cpu, 2), "loss": m["loss"], "tokens": m["tokens"],
-            "predicted": _predicted(tr, cfg, work, batch)}
+            "predicted": predicted(tr, cfg, work / "shape", batch)}
 
 
 def _trimmed_mib() -> float | None:
@@ -89,9 +96,10 @@ def _trimmed_mib() -> float | None:
     return round(_status_mib("VmRSS"), 1)
 
 
-def _predicted(tr, cfg, work: Path, batch) -> dict:
-    """The memory model's prediction (MiB) for this case: the micro-batch's padded tokens, its supervised
-    ones, and for LOPD the encoder's tokens per retrieved experience (their mean)."""
+def predicted(tr, cfg, shape_dir: Path, batch, device: str = "cpu", first_step: bool = False) -> dict:
+    """The memory model's prediction (MiB) for a step of trainer ``tr`` on ``batch`` (one micro-batch): its
+    padded tokens, its supervised ones, and for LOPD the encoder's tokens per retrieved experience (their
+    mean) and the teacher's prefix. ``gpu_device_check.py`` calls it with ``device="cuda"``."""
     from harness.training.memory_model import predict_peak
 
     r = batch.rollouts
@@ -107,7 +115,7 @@ def _predicted(tr, cfg, work: Path, batch) -> dict:
         tp = latent_teacher_prompt(tr.tokenizer, r[0].traj.episode, len(exps) * lrn.composer.n_latents,
                                    lrn.cfg.framing, tr.ctx.template_kwargs)
         kw["teacher_prefix"] = tp[1][0] if tp and tp[1] else 0  # the teacher's tokens before its first latent
-    est = predict_peak(cfg, work / "shape", device="cpu", **kw)
+    est = predict_peak(cfg, shape_dir, device=device, first_step=first_step, **kw)
     mib = 2 ** 20
     return {"static_mib": round(est.static_total / mib, 1), "step_mib": round(est.step_total / mib, 1),
             "total_mib": round(est.total / mib, 1), "phase": est.phase, **kw,
@@ -116,7 +124,7 @@ def _predicted(tr, cfg, work: Path, batch) -> dict:
 
 def child(args: argparse.Namespace, learner: str, tokens: int, checkpointing: bool) -> dict:
     cmd = [sys.executable, __file__, "--one", learner, str(tokens), str(int(checkpointing)), "--work", args.work,
-           "--layers", str(args.layers), "--dtype", args.dtype, "--vocab", str(args.vocab)]
+           "--layers", str(args.layers), "--dtype", args.dtype, "--vocab", str(args.vocab), "--set", *args.set]
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "TOKENIZERS_PARALLELISM": "false"}
     r = subprocess.run(cmd, env=env, capture_output=True, text=True)
     lines = r.stdout.strip().splitlines()
@@ -135,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--work", default="/tmp/lopd-bench-checkpointing")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="more train-config overrides for every case (e.g. lopd.teacher_graph=after_student)")
     ap.add_argument("--one", nargs=3, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     work = Path(args.work)
@@ -143,10 +153,10 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(args.threads)
         learner, tokens, ckpt = args.one
-        print(json.dumps(run_case(work, learner, int(tokens), ckpt == "1", args.dtype)))
+        print(json.dumps(run_case(work, learner, int(tokens), ckpt == "1", args.dtype, args.set)))
         return 0
     from benchmarks.bench_memory import write_shop_traces
-    from benchmarks.gpu_device_check import QWEN3_4B, save_shape
+    from harness.models.shapes import QWEN3_4B, save_shape
 
     work.mkdir(parents=True, exist_ok=True)
     for old in work.glob("run-*"):  # a run folder refuses other settings; every case starts fresh
@@ -171,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "date": str(date.today()),
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "torch_threads": args.threads,
             "shape": {**QWEN3_4B, "num_hidden_layers": args.layers, "vocab_size": args.vocab},
-            "dtype": args.dtype}
+            "dtype": args.dtype, "overrides": args.set}
     if args.out:
         Path(args.out).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
     return 0 if all("error" not in r["off"] and "error" not in r["on"] for r in rows) else 1

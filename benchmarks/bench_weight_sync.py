@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_weight_sync.py --layers 2 --out benchmarks/results/weight_sync.json
 
 The model is ``--layers`` layers of Qwen3-4B's shape with its vocabulary (random weights, fp32:
-``gpu_device_check.save_shape``), served by the CPU vLLM server (``make vllm``). Each round perturbs
+``harness.models.shapes.save_shape``), served by the CPU vLLM server (``make vllm``). Each round perturbs
 the weights, syncs them one way, and checks that the server's log-probs on a probe are the new
 model's (``probe_gap`` within ``--tolerance``), so a sync that did not take effect is not timed as one.
 The folder path is what the trainer did before: ``write_sync_checkpoint`` (safetensors, untied head)
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from benchmarks.gpu_device_check import save_shape
+    from harness.models.shapes import save_shape
     from harness.engines.server import EngineConfig, open_servers, write_sync_checkpoint
     from harness.models import load_model
     from harness.engines.weight_sync import free_port

@@ -10,7 +10,13 @@ Not run by the test suite (it needs a GPU, the server package and model weights)
     python benchmarks/gpu_smoke.py --server vllm --model /models/Qwen3-4B --launch --port 8000
 
 Checks, each reported as PASS/FAIL/SKIP with numbers, JSON summary at the end (exit code 1 on
-any FAIL). ``--server sglang`` (the default):
+any FAIL). First, where CUDA is (``--device-check auto``; ``on``/``off`` force it):
+
+0. device_memory: ``gpu_device_check.py --only memory`` in its own process, before a server takes the
+   GPU: a GRPO and an LOPD step at Qwen3-4B's shape (2 layers, its vocabulary, bf16) at 1k and 4k tokens,
+   each peak beside the memory model's prediction (PASS within 20%).
+
+``--server sglang`` (the default):
 
 1. server: /health, version, /get_model_info;
 2. generate: greedy decode from a tool-use prompt (input_ids), log-probs present;
@@ -482,6 +488,23 @@ def main_sglang(args) -> None:
             proc.wait(timeout=60)
 
 
+@check("device_memory")
+def check_device(args) -> dict:
+    """``gpu_device_check.py --only memory`` in its own process, before any server takes the GPU: GRPO and
+    LOPD steps at Qwen3-4B's width on the device, their peaks against the memory model's predictions."""
+    out = Path(args.work or tempfile.gettempdir()) / "gpu_device_check.json"
+    cmd = [sys.executable, str(Path(__file__).with_name("gpu_device_check.py")), "--only", "memory", "--out", str(out),
+           "--work", str(out.parent / "device-check")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.device_timeout)
+    if not out.is_file():
+        raise RuntimeError(f"gpu_device_check.py exited {r.returncode}: {r.stdout[-300:]} {r.stderr[-600:]}")
+    mem = json.loads(out.read_text())["memory"]
+    cases = {k: {f: v.get(f) for f in ("peak_above_gib", "predicted_gib", "predicted_over_measured", "seconds",
+                                       "error") if f in v} for k, v in mem.items() if isinstance(v, dict)}
+    return {"status": "PASS" if r.returncode == 0 and mem.get("pass") else "FAIL", "device": json.loads(
+        out.read_text())["device"], "layers": mem.get("layers"), "cases": cases, "file": str(out)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="GPU smoke test of a server engine (SGLang or vLLM) and the HF engine.")
     ap.add_argument("--server", choices=("sglang", "vllm"), default="sglang", help="which server to check")
@@ -507,12 +530,18 @@ def main(argv: list[str] | None = None) -> int:
                     help="vllm weight-update check: noise added to each weight, times its tensor's std")
     ap.add_argument("--work", default=None, help="vllm: where the untied checkpoints and the server log go "
                                                  "(default: a temporary directory)")
+    ap.add_argument("--device-check", choices=("auto", "on", "off"), default="auto",
+                    help="first run gpu_device_check.py's memory check (shapes and the memory model on the "
+                         "device; auto: when CUDA is there)")
+    ap.add_argument("--device-timeout", type=int, default=300)
     ap.add_argument("--out", default="gpu_smoke.json")
     args = ap.parse_args(argv)
     args.port = args.port or (8000 if args.server == "vllm" else 30000)
     args.url = args.url or f"http://127.0.0.1:{args.port}"
     if args.server == "vllm" and args.launch and args.url != f"http://127.0.0.1:{args.port}":
         ap.error("--launch starts the server on 127.0.0.1:--port; give --port, not --url")
+    if args.device_check == "on" or (args.device_check == "auto" and torch.cuda.is_available()):
+        check_device(args)
     (main_vllm if args.server == "vllm" else main_sglang)(args)
     Path(args.out).write_text(json.dumps({"server": args.server, "model": str(args.model), "url": args.url,
                                           "host": os.uname().nodename, "results": RESULTS}, indent=2))

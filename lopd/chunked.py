@@ -80,6 +80,12 @@ def topk_and_targets(logits: Tensor, targets: Tensor, *, k: int) -> tuple[Tensor
     return ids, logp, token_log_probs(logits, targets)
 
 
+def ids_and_targets(logits: Tensor, ids: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
+    """(the log-probs at ``ids`` [c, k], at ``targets``) of one chunk: :func:`topk_and_targets`'s log-probs at
+    top-k ids found before (by a pass without a graph), so a rerun with a graph gives the same values."""
+    return log_probs_at(logits, ids), token_log_probs(logits, targets)
+
+
 def full_kl_chunk(teacher_head: Callable[[Tensor], Tensor],
                   direction: Direction) -> Callable[..., tuple[Tensor, Tensor]]:
     """A ``fn`` of :func:`chunked_head` for the full-vocabulary KL, run on the student's head:

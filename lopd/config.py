@@ -204,6 +204,12 @@ class LOPDConfig:
     """A rollout whose task retrieved nothing: ``plain_teacher`` distils it from the teacher without
     latents (the plain prompt); ``drop`` leaves it unsupervised and out of every mean (authors' code:
     "nothing retrieved, no supervision")."""
+    teacher_graph: Literal["with_student", "after_student"] = "with_student"
+    """When the latent teacher keeps its graph (a trained composer): ``with_student`` scores it once and
+    its graph lives through the student's forward; ``after_student`` scores it without a graph first, backs
+    up the student's loss, then reruns it with a graph for the composer's backward, so the two graphs are
+    never alive together (peak: the larger, not their sum) for one more teacher forward. The same loss and
+    gradients either way."""
     composer: ComposerConfig = field(default_factory=ComposerConfig)
     """Encoder + QFormer."""
     distill: DistillConfig = field(default_factory=DistillConfig)

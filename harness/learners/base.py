@@ -152,7 +152,8 @@ class LearnerContext:
         return mbs
 
     def accumulate(self, lengths: Sequence[int], loss_fn: MicroLoss, sums: Sequence[str] = (),
-                   groups: Sequence[Any] | None = None, timer: Any = None) -> dict[str, float]:
+                   groups: Sequence[Any] | None = None, timer: Any = None,
+                   after_backward: Callable[[], dict[str, float]] | None = None) -> dict[str, float]:
         """The micro-batch loop, the one every learner uses: zero the student's gradients, then per
         micro-batch (:meth:`micro_batches` of ``lengths``) ``loss, metrics = loss_fn(k, idx)`` and its
         backward; a rank's empty micro-batch joins FSDP's collectives with a dummy backward.
@@ -162,7 +163,8 @@ class LearnerContext:
         and additive metrics (sums over its rows or tokens) named in ``sums``. Returns ``loss`` and
         those sums over every micro-batch of every rank (the same on all ranks); the optimiser step
         is the caller's (:meth:`optimizer_step`). ``timer`` (:class:`~harness.learners.common.Timer`)
-        counts the backward passes as ``student`` time.
+        counts the backward passes as ``student`` time. ``after_backward()``, when given, runs after each
+        micro-batch's backward and returns more of those sums (LOPD's composer, once the student's graph is gone).
 
         >>> def loss_fn(k, idx):                                  # doctest: +SKIP
         ...     logp = token_log_probs(ctx.scorer(ids[idx], ...), targets[idx])
@@ -178,6 +180,8 @@ class LearnerContext:
             loss, metrics = loss_fn(k, idx)
             with timer("student") if timer is not None else nullcontext():
                 self.backward(loss)
+            if after_backward is not None:
+                metrics = {**metrics, **after_backward()}
             totals["loss"] += float(loss.detach())
             for name, value in metrics.items():
                 totals[name] += float(value)

@@ -39,7 +39,7 @@ from harness.learners.latent_teacher import latent_teacher_hidden, served_latent
 from harness.learners.lopd_drift import DriftProbe, drift_metrics
 from harness.learners.lopd_composer import build_composer, compose_latents, composer_step, scope_tokens
 from harness.learners.privileged import grow_bank, load_bank, make_embedder, retrieve_texts
-from lopd.chunked import chunked_head, topk_and_targets
+from lopd.chunked import chunked_head, ids_and_targets, topk_and_targets
 from lopd.config import LOPDConfig
 from lopd.losses import masked_sum, reduce_tokens
 from lopd.margin import ComposerTerms, DualVariable, TokenLogProbs, composer_loss, composer_terms_of
@@ -91,6 +91,19 @@ class _Step:
     beta: float
 
 
+@dataclass
+class _Micro:
+    """One micro-batch: its rows of the step, their latents and anchors, and the aligned supervision."""
+
+    idx: list[int]
+    lats: list[torch.Tensor]
+    anchors: list[Any]
+    al: Any
+    """:func:`~lopd.supervision.align_supervision` of the rows."""
+    mask: torch.Tensor
+    targets: torch.Tensor
+
+
 class LOPDLearner(Learner[LOPDLearnerConfig]):
     """Latent on-policy self-distillation with a jointly trained composer."""
 
@@ -108,6 +121,7 @@ class LOPDLearner(Learner[LOPDLearnerConfig]):
         self.bank = load_bank(ctx.cfg.bank)
         self._pieces: dict[int, str] = {}  # token id -> text, for the tool-call scope
         self.drift_probe: DriftProbe | None = None  # built on first use (lopd.drift_probe)
+        self._pending: tuple | None = None  # teacher_graph=after_student: a micro-batch's composer work
 
     def retrieve(self, tasks: list) -> list[list[str]]:
         """Experience texts per task, best first (``n_retrieved`` at most)."""
@@ -123,7 +137,8 @@ class LOPDLearner(Learner[LOPDLearnerConfig]):
         self.optimizer.zero_grad(set_to_none=True)
         lengths = [max(len(s), len(t)) for s, t in zip(step.s_rows, step.t_rows)]
         sums = ctx.accumulate(lengths, lambda k, idx: self._micro_batch(step, idx, timer), _SUMS,
-                              groups=[r.group for r in rs], timer=timer)
+                              groups=[r.group for r in rs], timer=timer,
+                              after_backward=lambda: self._after_backward(timer))
         out = composer_step(self.composer, self.optimizer, self.cfg.composer_optim.grad_clip, ctx.dist, timer) \
             if self.cfg.train_composer else {}
         with timer("student"):
@@ -160,58 +175,95 @@ class LOPDLearner(Learner[LOPDLearnerConfig]):
                      n_roll, self.dual.value)
 
     def _micro_batch(self, step: _Step, idx: list[int], timer: Timer) -> tuple[torch.Tensor, dict[str, float]]:
-        """Compose the micro-batch's latents, score the teacher once, return the student's loss and
-        run the composer's backward. A task's rollouts share a micro-batch, so its encoder graph is
-        freed here (memory bounded by the micro-batch)."""
+        """Compose the micro-batch's latents, score the teacher, return the student's loss, and run the
+        composer's backward: here (``teacher_graph=with_student``), or after the student's backward in
+        :meth:`_after_backward` (``after_student``, which reruns the teacher with its graph). A task's
+        rollouts share a micro-batch, so its encoder graph is freed within it."""
         ctx, cfg, rs = self.ctx, self.cfg, step.rollouts
         ids = list(dict.fromkeys(rs[i].task.task_id for i in idx))
         lat, anchor = compose_latents(self.composer, [step.tasks[t].prompt for t in ids], [step.exps[t] for t in ids],
                                       ids, self.cfg, timer)
-        lats = [lat[rs[i].task.task_id] for i in idx]
         al = align_supervision([step.s_rows[i] for i in idx], [step.s_masks[i] for i in idx],
                                [step.t_rows[i] for i in idx], [step.t_masks[i] for i in idx])
-        mask, targets, pid = al.mask.to(ctx.device), al.targets.to(ctx.device), pad_id(ctx.tokenizer)
-        if self._served_teacher():
-            with timer("teacher"):
-                rows = [step.t_rows[i] for i in idx]
-                starts = [len(row) - len(rs[i].traj.token_ids) + rs[i].prompt_len for row, i in zip(rows, idx)]
-                side, t_tgt = served_latent_teacher(ctx.teacher_engine, rows, starts, [step.t_pos[i] for i in idx],
-                                                    lats, al.teacher_pos, cfg.distill.top_k, ctx.device)
-                top_ids, t_top = side.ids, side.logp
-        else:
-            with timer("teacher"), torch.set_grad_enabled(cfg.train_composer):
-                t_ids, t_attn = pad_rows([step.t_rows[i] for i in idx], pid, ctx.device)
-                t_h = latent_teacher_hidden(self.composer, t_ids, t_attn, [step.t_pos[i] for i in idx],
-                                            [x if x.numel() else None for x in lats], al.teacher_pos, al.mask)
+        mb = _Micro(idx, [lat[rs[i].task.task_id] for i in idx], [anchor[rs[i].task.task_id] for i in idx], al,
+                    al.mask.to(ctx.device), al.targets.to(ctx.device))
+        later = cfg.train_composer and not self._served_teacher() and cfg.teacher_graph == "after_student"
+        side, t_top, t_tgt = self._teacher(step, mb, timer, graph=cfg.train_composer and not later)
+        with timer("student"):
+            s_ids, s_attn = pad_rows([step.s_rows[i] for i in idx], pad_id(ctx.tokenizer), ctx.device)
+            per_tok, s_logp = distill_tokens(ctx.scorer, s_ids, s_attn, al.student_pos, cfg.distill, side,
+                                             extra_ids=mb.targets.unsqueeze(-1))
+            loss = reduce_tokens(per_tok, mb.mask, cfg.distill.reduction, count=step.n_tok, n_sequences=step.n_seq)
+        kl_tok = float(masked_sum(per_tok.detach(), mb.mask))
+        if later:  # the student's backward comes first, then the teacher's graph (_after_backward)
+            self._pending = (step, mb, side.ids, s_logp.detach())
+            return loss, {"kl_tok": kl_tok}
+        return loss, {"kl_tok": kl_tok, **self._composer_backward(step, mb, side.ids, TokenLogProbs(t_top, t_tgt),
+                                                                  s_logp.detach(), timer)}
+
+    def _after_backward(self, timer: Timer) -> dict[str, float]:
+        """``teacher_graph=after_student``: the teacher rerun with its graph at the first pass's top-k, and
+        the composer's backward (the student's graph is gone by now)."""
+        if self._pending is None:
+            return {}
+        step, mb, top_ids, s_logp = self._pending
+        self._pending = None
+        with timer("teacher"), torch.enable_grad():
+            t_h = self._teacher_hidden(step, mb)
+            t_top, t_tgt = chunked_head(teacher_head(self.composer), t_h, ids_and_targets, top_ids, mb.targets,
+                                        chunk=self.ctx.scorer.logits_chunk)
+        return self._composer_backward(step, mb, top_ids, TokenLogProbs(t_top, t_tgt), s_logp, timer)
+
+    def _teacher_hidden(self, step: _Step, mb: _Micro) -> torch.Tensor:
+        t_ids, t_attn = pad_rows([step.t_rows[i] for i in mb.idx], pad_id(self.ctx.tokenizer), self.ctx.device)
+        return latent_teacher_hidden(self.composer, t_ids, t_attn, [step.t_pos[i] for i in mb.idx],
+                                     [x if x.numel() else None for x in mb.lats], mb.al.teacher_pos, mb.al.mask)
+
+    def _teacher(self, step: _Step, mb: _Micro, timer: Timer,
+                 graph: bool) -> tuple[TeacherSide, torch.Tensor, torch.Tensor]:
+        """What the student needs of the latent teacher, and its log-probs at its top-k and at the sampled
+        tokens (with gradients into the latents when ``graph``)."""
+        cfg = self.cfg
+        with timer("teacher"):
+            if self._served_teacher():
+                rows = [step.t_rows[i] for i in mb.idx]
+                starts = [len(row) - len(step.rollouts[i].traj.token_ids) + step.rollouts[i].prompt_len
+                          for row, i in zip(rows, mb.idx)]
+                side, t_tgt = served_latent_teacher(self.ctx.teacher_engine, rows, starts,
+                                                    [step.t_pos[i] for i in mb.idx], mb.lats, mb.al.teacher_pos,
+                                                    cfg.distill.top_k, self.ctx.device)
+                return side, side.logp, t_tgt
+            with torch.set_grad_enabled(graph):
+                t_h = self._teacher_hidden(step, mb)
                 # per chunk of positions: top-k ids, their log-probs and the sampled tokens' (gradients
                 # into the latents; the backward recomputes each chunk's logits)
                 head = teacher_head(self.composer)
                 top_ids, t_top, t_tgt = chunked_head(head, t_h, partial(topk_and_targets, k=cfg.distill.top_k),
-                                                     targets, chunk=ctx.scorer.logits_chunk)
-                side = TeacherSide(top_ids, t_top.detach(), t_h.detach() if cfg.distill.full_vocab else None, head)
-        with timer("student"):
-            s_ids, s_attn = pad_rows([step.s_rows[i] for i in idx], pid, ctx.device)
-            per_tok, s_logp = distill_tokens(ctx.scorer, s_ids, s_attn, al.student_pos, cfg.distill, side,
-                                             extra_ids=targets.unsqueeze(-1))
-            loss = reduce_tokens(per_tok, mask, cfg.distill.reduction, count=step.n_tok, n_sequences=step.n_seq)
+                                                     mb.targets, chunk=self.ctx.scorer.logits_chunk)
+        return TeacherSide(top_ids, t_top.detach(), t_h.detach() if cfg.distill.full_vocab else None, head), \
+            t_top, t_tgt
+
+    def _composer_backward(self, step: _Step, mb: _Micro, top_ids: torch.Tensor, teacher: TokenLogProbs,
+                           s_logp: torch.Tensor, timer: Timer) -> dict[str, float]:
+        """The composer's loss over the micro-batch's kept rollouts and its backward (through the teacher
+        into the latents, the QFormer and the LoRA); its additive metrics."""
+        ctx, cfg, idx = self.ctx, self.cfg, mb.idx
         with timer("composer"), torch.set_grad_enabled(cfg.train_composer):
-            k, s_logp = top_ids.shape[-1], s_logp.detach()
+            k = top_ids.shape[-1]
             c_mask = aligned_subset([step.s_masks[i] for i in idx], [step.scope[i] for i in idx]).to(ctx.device)
             kept = torch.tensor([step.keep[i] for i in idx], device=ctx.device)
-            terms = composer_terms_of(TokenLogProbs(t_top, t_tgt), TokenLogProbs(s_logp[..., :k], s_logp[..., k]),
-                                      c_mask, step.rewards[idx].to(ctx.device), lats,
-                                      [anchor[rs[i].task.task_id] for i in idx])
+            terms = composer_terms_of(teacher, TokenLogProbs(s_logp[..., :k], s_logp[..., k]), c_mask,
+                                      step.rewards[idx].to(ctx.device), mb.lats, mb.anchors)
             terms = ComposerTerms(terms.kl[kept], terms.delta[kept], terms.anchor[kept])
             c_loss, _ = composer_loss(terms, step.beta, cfg.margin)
             c_loss = c_loss * (int(kept.sum()) / max(step.n_roll, 1.0))  # mean over ALL kept rollouts of the step
             if cfg.train_composer and c_loss.requires_grad:
-                c_loss.backward()  # through the teacher into the latents, the QFormer and the LoRA
+                c_loss.backward()
         with torch.no_grad():
             counts = c_mask[kept].sum(-1).to(terms.delta.device).float()
-            return loss, {"kl_tok": float(masked_sum(per_tok, mask)), "c_loss": float(c_loss),
-                          "c_kl": float(terms.kl.sum()), "delta": float(terms.delta.sum()),
-                          "delta_w": float((terms.delta * counts).sum()), "count": float(counts.sum()),
-                          "anchor": float(terms.anchor.sum())}
+            return {"c_loss": float(c_loss), "c_kl": float(terms.kl.sum()), "delta": float(terms.delta.sum()),
+                    "delta_w": float((terms.delta * counts).sum()), "count": float(counts.sum()),
+                    "anchor": float(terms.anchor.sum())}
 
     def _served_teacher(self) -> bool:
         """Score the latent teacher on teacher servers: only with a frozen composer (a trained one needs

@@ -277,6 +277,8 @@ def predict_peak(cfg: Any, hf_config: Any, tokens: int | None = None, device: st
         t_head = head + 2 * max(4, wb) * min(chunk or n, n) * s.vocab
         est.phases["composer_backward"] = acts + extra + t_head + comp_g
     _layer_phases(est, s, wb, t, ckpt, mask, acts, comp_g)
+    if learner == "lopd" and cfg.lopd.train_composer and cfg.lopd.teacher_graph == "after_student":
+        _teacher_after_student(est, grads, extra, t_head, comp_g)
     # AdamW: foreach on CUDA makes one sqrt(exp_avg_sq) of every parameter; per tensor on the CPU (two
     # temporaries of the largest, the embedding)
     est.phases["optimizer"] = grads + (p * wb if device == "cuda" else 2 * vd)
@@ -306,6 +308,16 @@ def _layer_phases(est: MemoryEstimate, s: ModelShape, wb: int, t: int, ckpt: boo
     est.phases["backward_bottom_layer"] = below + rebuilt + no_embedding + layer_bwd - w_grad + comp_g
     # the embedding's backward: every gradient, and for a tied head a dense [V, d] one before it is added in
     est.phases["backward_end"] = grads + (vd if s.tied else 0) + comp_g
+
+
+def _teacher_after_student(est: MemoryEstimate, grads: float, graphs: float, t_head: float, comp_g: float) -> None:
+    """``lopd.teacher_graph=after_student``: the encoder's and QFormer's graphs wait through the student's
+    backward, where the composer has no gradients yet; the teacher's graph is built after it, beside the
+    student's gradients but not its activations."""
+    encoders = est.step["encoder_activations"] + est.step["qformer_activations"]
+    for name in ("student_backward_head", "backward_top_layer", "backward_bottom_layer", "backward_end"):
+        est.phases[name] += encoders - comp_g
+    est.phases["composer_backward"] = grads + graphs + t_head + comp_g
 
 
 def _lopd_parts(cfg: Any, s: ModelShape, wb: int, rows: tuple[int, int, int], n: int, ckpt: bool, enc: int,

@@ -39,3 +39,14 @@ def test_vllm_checks_pass_on_the_cpu_server(vllm_server, tmp_path):
     for name in ("weight_update", "weight_sync_in_memory"):
         assert res[name]["scores_moved_by"] > 0.2 > res[name]["gap_to_perturbed_hf"], res[name]
     assert res["weight_sync_in_memory"]["backend"] == "gloo"
+
+
+def test_the_device_check_runs_gpu_device_check_and_reports_its_verdict(tmp_path):
+    """Without CUDA the memory check's script says so and exits 2: a FAIL naming it, not a crash."""
+    import argparse
+
+    gpu_smoke.RESULTS.clear()
+    gpu_smoke.check_device(argparse.Namespace(work=str(tmp_path), device_timeout=120))
+    (res,) = gpu_smoke.RESULTS
+    assert res["check"] == "device_memory" and res["status"] == "FAIL", res
+    assert "exited 2" in res["error"] and "no CUDA device" in res["error"]

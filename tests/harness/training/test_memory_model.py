@@ -129,6 +129,24 @@ def test_checkpointing_lowers_the_prediction_by_the_activation_formula():
     assert on.total < off.total
 
 
+def test_the_teacher_graph_after_the_student_takes_the_larger_graph_not_both():
+    """lopd.teacher_graph=after_student: the composer's backward holds the teacher's graph beside the
+    student's gradients instead of its activations; the encoders' graphs move into the student's phases."""
+    over = ("learner=lopd", "model.dtype=bfloat16", "lopd.composer.max_encoder_tokens=512")
+    one, two = (predict_peak(config(*over, f"lopd.teacher_graph={g}"), QWEN3_4B, tokens=4096)
+                for g in ("with_student", "after_student"))
+    st = one.step
+    assert one.phases["composer_backward"] - two.phases["composer_backward"] == \
+        st["student_activations"] - st["gradients"]
+    encoders = st["encoder_activations"] + st["qformer_activations"]
+    assert two.phases["backward_top_layer"] - one.phases["backward_top_layer"] == \
+        encoders - st["composer_gradients"]  # the composer's gradients come after the student's backward
+    assert one.phase == "composer_backward" and two.total < one.total  # at 4k tokens without checkpointing
+    frozen = [predict_peak(config(*over, "lopd.train_composer=false", f"lopd.teacher_graph={g}"), QWEN3_4B,
+                           tokens=4096).total for g in ("with_student", "after_student")]
+    assert frozen[0] == frozen[1]  # no teacher graph to move
+
+
 def test_qwen3_4b_parts():
     est = predict_peak(config("model.dtype=bfloat16"), QWEN3_4B, tokens=1024)
     assert est.static["weights"] == 2 * 4_022_468_096  # Qwen3-4B's 4.02 B parameters
