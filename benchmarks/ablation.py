@@ -335,7 +335,8 @@ def committing_checkpoints(folder: Path, every_s: float, enabled: bool) -> Itera
 
 def run_cell(proto: AblationProtocol, cell: Cell, commit: bool) -> None:
     """Train every missing run of ``cell`` (per recipe and budget, through the demo pipeline, 2 at a time),
-    then evaluate each on the test tasks and write its result."""
+    then evaluate each on the test tasks and write its result. With ``demo.jobs=1`` each run is its own
+    pipeline call, so its result is written (and committed) as soon as it has trained."""
     from harness.experiments.demo import run_pipeline
 
     todo = [j for j in jobs_of(proto, cell) if not is_done(j) and reuse(j, commit) is None]
@@ -348,11 +349,14 @@ def run_cell(proto: AblationProtocol, cell: Cell, commit: bool) -> None:
         by_seed: dict[int, list[dict[str, Any]]] = {}
         for j in jobs:
             by_seed.setdefault(j["seed"], []).append(j)
-        batches: dict[tuple[int, ...], list[dict[str, Any]]] = {}
+        batches: dict[tuple, list[dict[str, Any]]] = {}
         for seed, js in by_seed.items():
-            batches.setdefault(tuple(sorted(j["spec"].label for j in js)), []).extend(js)
-        for labels, js in batches.items():
-            seeds = sorted({j["seed"] for j in js})
+            if cfg.jobs <= 1:  # one run at a time anyway: each its own call
+                batches.update({(j["spec"].label, seed): [j] for j in js})
+            else:
+                batches.setdefault(tuple(sorted(j["spec"].label for j in js)), []).extend(js)
+        for js in batches.values():
+            seeds, labels = sorted({j["seed"] for j in js}), sorted({j["spec"].label for j in js})
             specs = list({j["spec"].label: j["spec"] for j in js}.values())
             print(f"[ablation] {cell.name}/{recipe}: {', '.join(labels)} on seeds {seeds} ({gens} generations)",
                   flush=True)

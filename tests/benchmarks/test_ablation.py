@@ -159,3 +159,31 @@ def test_a_commit_that_cannot_be_made_is_reported_not_raised(tmp_path, monkeypat
     (tmp_path / "result.json").write_text("{}")
     assert not ab.commit_file(tmp_path / "result.json", "result")
     assert "could not commit result.json" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_with_one_job_at_a_time_each_result_is_written_as_its_run_ends(tmp_path, monkeypatch, jobs):
+    """demo.jobs=1: one pipeline call per run, so a kill loses at most the run in training, never a finished
+    one whose batch-mates were still running; 2 jobs: the runs of a seed train together."""
+    import harness.experiments.demo as demo
+
+    proto = ab.load(PROTO, [f"demo.jobs={jobs}"])
+    monkeypatch.setattr(ab, "RESULTS", tmp_path)
+    events = []
+
+    def pipeline(cfg, specs):
+        events.append(("train", tuple(s.label for s in specs), tuple(cfg.seeds)))
+        return {"runs": [{"label": s.label, "seed": seed} for s in specs for seed in cfg.seeds]}
+
+    monkeypatch.setattr(demo, "run_pipeline", pipeline)
+    monkeypatch.setattr(ab, "write_result", lambda j, run, commit: events.append(("write", j["label"], j["seed"])))
+    cell = proto.cells[0]
+    ab.run_cell(proto, cell, commit=False)
+    trains = [e for e in events if e[0] == "train"]
+    n_jobs = len(ab.jobs_of(proto, cell))
+    assert sum(e[0] == "write" for e in events) == n_jobs
+    if jobs == 1:
+        assert len(trains) == n_jobs and all(len(e[1]) == len(e[2]) == 1 for e in trains)
+        assert all(a[0] == "train" and b[0] == "write" for a, b in zip(events[::2], events[1::2]))
+    else:
+        assert len(trains) < n_jobs and any(len(e[1]) > 1 for e in trains)
