@@ -78,6 +78,7 @@ def test_lopd_envscaler_dry_run_takes_one_step_and_reports_its_peak(capsys):
     assert "placeholder bank" in out and "-> random" in out  # no bank, no cold start on disk
     assert "one lopd step (1 rollout + the update)" in out
     assert "the step's peak RSS (VmHWM, reset before the step)" in out
+    assert "memory model (harness.training.memory_model.predict_peak, device cpu):" in out  # the real one
 
 
 def test_grpo_envscaler_dry_run_takes_one_step_and_reports_its_peak(capsys):
@@ -86,6 +87,7 @@ def test_grpo_envscaler_dry_run_takes_one_step_and_reports_its_peak(capsys):
     assert "random weights at the shape of Qwen/Qwen3-4B's" in out
     assert "one grpo step (2 rollouts + the update)" in out
     assert "peak RSS" in out and "GiB" in out
+    assert "memory model (harness.training.memory_model.predict_peak, device cpu):" in out
 
 
 @pytest.mark.parametrize("path", [p for p in CONFIGS if "envscaler" not in p.name],
