@@ -299,14 +299,16 @@ def coldstart_traces_dir(base: Base, cfg: StageConfig, bank: Path, cache: Path) 
 
 def coldstart_key(cfg: StageConfig, train_cfg: Any, bank: Path, traces: list[Path]) -> str:
     """Everything a cold start reads: the bank, the pairs, the composer, its training settings (the demo's
-    steps, batch and lr over the run's ``lopd.coldstart``), its seed and the base model; not the run's
-    seed."""
+    steps, batch and lr over the run's ``lopd.coldstart``), its seed, the base model and its dtype; not the
+    run's seed."""
     lo = train_cfg.lopd
     settings = replace(lo.coldstart, steps=cfg.coldstart_steps, batch_size=cfg.coldstart_batch,
                        lr=cfg.coldstart_lr)
+    # the default dtype's key is the one from before the dtype was in it (committed cold starts stay valid)
+    dtype = [] if train_cfg.model.dtype == "float32" else [train_cfg.model.dtype]
     return _key("coldstart", _portable(bank), [_portable(t) for t in traces], asdict(lo.composer),
                 asdict(settings), lo.n_retrieved, lo.allow_self_retrieval, framing_text(lo.framing), lo.composer_seed,
-                model_identity(train_cfg.model.path))
+                model_identity(train_cfg.model.path), *dtype)
 
 
 def coldstart(cfg: StageConfig, train_cfg: Any, overrides: list[str], bank: Path, traces: list[Path],

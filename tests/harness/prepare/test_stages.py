@@ -51,7 +51,7 @@ def test_a_changed_cold_start_recipe_never_reuses_a_cached_composer(tmp_path):
     changed = [key(o) for o in ("lopd.composer.qformer.master_weights=false", "lopd.composer.qformer.dtype=bfloat16",
                                 "lopd.coldstart.separate_optimizers=true", "lopd.coldstart.qformer_grad_clip=30",
                                 "lopd.coldstart.min_reward=0.0", "lopd.framing=authors", "lopd.composer_seed=1",
-                                "lopd.allow_self_retrieval=true")]
+                                "lopd.allow_self_retrieval=true", "model.dtype=bfloat16")]
     assert base == key("seed=7") and len({base, *changed}) == len(changed) + 1  # the run's seed is not in it
     assert coldstart_key(cfg, load_config(TrainConfig, root / "harness" / "configs" / "lopd.yaml"),
                          tmp_path / "bank-def", traces) != base
