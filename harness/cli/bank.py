@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -99,13 +100,27 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add(args: argparse.Namespace) -> int:
+def _open(directory: str, overrides: list[str]) -> Any:
+    """The saved bank in ``directory`` with its own embedder: the lexical ``HashingEmbedder`` when the bank
+    was built with it (its manifest says so; ``bank.embedder=hashing`` in a train config), else its model."""
     from lopd.bank import ExperienceBank
+    from lopd.bank.store import read_snapshot
 
+    _, manifest = read_snapshot(directory, verify=False)
+    ident = manifest.get("embedder") or {}
+    embedder = None
+    if ident.get("name") == "HashingEmbedder":
+        from harness.learners.privileged import HashingEmbedder
+
+        embedder = HashingEmbedder(dim=int(ident.get("dim") or manifest.get("dim") or 512))
+    return ExperienceBank.load(directory, embedder=embedder, **_runtime(overrides))
+
+
+def _add(args: argparse.Namespace) -> int:
     from harness.config import check_input_files
 
     check_input_files(args.traces, "--traces")
-    bank = ExperienceBank.load(args.dir, **_runtime(args.set))
+    bank = _open(args.dir, args.set)
     before = len(bank)
     report = bank.add_traces(args.traces)
     _report(report)
@@ -118,10 +133,9 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _query(args: argparse.Namespace) -> int:
-    from lopd.bank import ExperienceBank
     from lopd.bank.render import cut
 
-    bank = ExperienceBank.load(args.dir, **_runtime(args.set))
+    bank = _open(args.dir, args.set)
     hits = bank.search_one(args.task, args.k, env=args.env, task_id=args.task_id,
                            exclude_self=False if args.include_self else None)
     if args.json:

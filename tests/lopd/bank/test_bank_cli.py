@@ -98,3 +98,25 @@ def test_cli_refuses_non_bank_dirs_and_bad_runtime_values(tmp_path, capsys):
     assert "fixed when the bank is built" in capsys.readouterr().err
     assert main(["bank", "query", str(tmp_path / "b"), "anything"]) == 0
     assert "no experiences found" in capsys.readouterr().out
+
+
+def test_query_and_add_open_a_bank_built_with_the_hashing_embedder(tmp_path, capsys):
+    """A bank a train config built with ``bank.embedder=hashing`` records that in its manifest; the CLI
+    embeds its queries and new entries the same way (no model, the saved dimension)."""
+    from harness.learners.privileged import HashingEmbedder
+    from lopd.bank import BankConfig, ExperienceBank
+
+    eps = task_episodes()
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    write_traces(first, eps[:3])
+    write_traces(second, eps[3:])
+    out = tmp_path / "bank"
+    ExperienceBank.build([first], config=BankConfig(embed_text="task"), embedder=HashingEmbedder(dim=64)).save(out)
+    own = eps[0].task_id
+    assert main(["bank", "query", str(out), TASKS[own][0], "-k", "1", "--json", "--include-self"]) == 0
+    (hit,) = json.loads(capsys.readouterr().out)
+    assert hit["task_id"] == own and hit["score"] > 0.99
+    assert main(["bank", "add", str(out), "--traces", str(second)]) == 0
+    assert "now holds" in capsys.readouterr().out
+    assert main(["bank", "stats", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["dim"] == 64
