@@ -90,9 +90,10 @@ def _spec_file(run_dir: Path) -> Path:
 def same_run(saved: dict[str, Any] | None, want: dict[str, Any]) -> bool:
     """Whether a finished run's saved spec trains the same run as ``want``. Progress bars and the run's
     folder are not part of it, and a built base stands for its recorded key (:func:`model_identity`), so an
-    output folder can be moved, or assembled from links to runs of several comparisons, and still be reused. The resolved configs must agree on every key the saved one
-    holds: a changed value (an edited packaged file, a new default) retrains; a field added to the code since,
-    absent from the saved config, does not."""
+    output folder can be moved, or assembled from links to runs of several comparisons, and still be
+    reused. The resolved configs must agree on every key the saved one holds: a changed value (an edited
+    packaged file, a new default) retrains; a field added to the code since, absent from the saved config,
+    does not."""
     def overrides(spec: dict[str, Any]) -> list[str]:
         return [f"model.path={model_identity(o[11:])}" if o.startswith("model.path=") else o
                 for o in spec.get("overrides", []) if not o.startswith(("log.progress=", "run_dir="))]

@@ -25,7 +25,8 @@ from harness.models.identity import same_model
 from harness.training.train_config import TrainConfig
 
 FREE = ("run_dir", "generations", "micro_batch_tokens", "model.device", "model.logits_chunk",
-        "model.gradient_checkpointing", "lopd.teacher_graph", "engine.", "eval.", "checkpoint.", "log.", "distributed.")
+        "model.gradient_checkpointing", "lopd.teacher_graph", "engine.", "eval.", "checkpoint.", "log.",
+        "distributed.")
 """Keys (a trailing dot: a whole section) that may differ on a rerun: none of them sets what a step
 trains on or how it updates (engine and device change float error and sampling streams, not the recipe)."""
 CONFIG, CHANGES = "config.yaml", "config_changes.jsonl"
