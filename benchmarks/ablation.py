@@ -4,6 +4,7 @@ resumable from the result files committed under ``benchmarks/results/ablation/``
     python benchmarks/ablation.py --plan                          # every run of every cell, CPU estimate
     python benchmarks/ablation.py --cell learned_vs_frozen        # train what is missing, 2 runs at a time
     python benchmarks/ablation.py --cell learned_vs_frozen --commit   # git-commit each result as it lands
+    python benchmarks/ablation.py --cell learned_vs_frozen --only authors-learned-s3  # a subset (another core)
     python benchmarks/ablation.py --table                         # the table, from the committed files only
 
 A result records what determines its run's weights (the pipeline's settings after the recipe's, and the
@@ -168,7 +169,7 @@ def winner(proto: AblationProtocol) -> str:
 
 
 def result_path(job: dict[str, Any]) -> Path:
-    return RESULTS / job["cell"] / f"{job['label']}-s{job['seed']}.json"
+    return RESULTS / job["cell"] / f"{run_name(job)}.json"
 
 
 def same_settings(saved: dict[str, Any], job: dict[str, Any]) -> bool:
@@ -217,7 +218,7 @@ def plan_text(proto: AblationProtocol, cells: list[Cell]) -> str:
         total += cpu
         lines.append(f"{cell.name}: {len(jobs)} runs, {len(jobs) - len(todo)} done, {len(todo)} to train "
                      f"({gens:,} generations, ~{cpu:.1f} CPU-h) - {cell.description}")
-        lines += [f"  {'done' if is_done(j) else 'todo'} {j['label']} seed {j['seed']} "
+        lines += [f"  {'done' if is_done(j) else 'todo'} {run_name(j)}: {j['label']} seed {j['seed']} "
                   f"cold start {j['composer_seed']} ({j['cfg'].generations} gens) key {j['key']}" for j in jobs]
     lines.append(f"total to train: ~{total:.1f} CPU-h (+ cold starts and evaluations); at 2 runs at a time "
                  f"~{total / 2:.1f} h of wall time")
@@ -333,13 +334,26 @@ def committing_checkpoints(folder: Path, every_s: float, enabled: bool) -> Itera
         commit()
 
 
-def run_cell(proto: AblationProtocol, cell: Cell, commit: bool) -> None:
+def run_name(job: dict[str, Any]) -> str:
+    """A run's name for ``--only``: its row and seed, as its result file is named (``authors-learned-s3``)."""
+    return f"{job['label']}-s{job['seed']}"
+
+
+def run_cell(proto: AblationProtocol, cell: Cell, commit: bool, only: list[str] | None = None) -> None:
     """Train every missing run of ``cell`` (per recipe and budget, through the demo pipeline, 2 at a time),
     then evaluate each on the test tasks and write its result. With ``demo.jobs=1`` each run is its own
-    pipeline call, so its result is written (and committed) as soon as it has trained."""
+    pipeline call, so its result is written (and committed) as soon as it has trained. ``only``: train just
+    the runs so named (:func:`run_name`), e.g. to keep those whose cold start exists apart from one that
+    is still training it; a name the cell does not hold raises."""
     from harness.experiments.demo import run_pipeline
 
-    todo = [j for j in jobs_of(proto, cell) if not is_done(j) and reuse(j, commit) is None]
+    jobs = jobs_of(proto, cell)
+    if only:
+        unknown = sorted(set(only) - {run_name(j) for j in jobs})
+        if unknown:
+            raise ValueError(f"cell {cell.name} has no run(s) {unknown}; its runs: {[run_name(j) for j in jobs]}")
+        jobs = [j for j in jobs if run_name(j) in only]
+    todo = [j for j in jobs if not is_done(j) and reuse(j, commit) is None]
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for j in todo:
         groups.setdefault((j["recipe"], j["cfg"].generations), []).append(j)
@@ -381,6 +395,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--table", action="store_true",
                     help="print the table from the committed result files and plot each cell's diagnostics")
     ap.add_argument("--commit", action="store_true", help="git-commit each result file as soon as it is written")
+    ap.add_argument("--only", nargs="*", default=[], metavar="RUN",
+                    help="train only these runs of the cell (row-sSEED, as --plan and the result files name them)")
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="protocol overrides")
     ap.add_argument("--results", help="the result folder (default: benchmarks/results/ablation, committed)")
     args = ap.parse_args(argv)
@@ -406,7 +422,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     with committing_checkpoints(RESULTS / "coldstarts", proto.commit_every_minutes * 60, args.commit):
         for cell in cells:
-            run_cell(proto, cell, args.commit)
+            try:
+                run_cell(proto, cell, args.commit, args.only)
+            except ValueError as e:
+                ap.error(str(e))
     return 0
 
 

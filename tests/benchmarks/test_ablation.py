@@ -187,3 +187,23 @@ def test_with_one_job_at_a_time_each_result_is_written_as_its_run_ends(tmp_path,
         assert all(a[0] == "train" and b[0] == "write" for a, b in zip(events[::2], events[1::2]))
     else:
         assert len(trains) < n_jobs and any(len(e[1]) > 1 for e in trains)
+
+
+def test_only_trains_the_named_runs_and_rejects_a_name_the_cell_lacks(tmp_path, monkeypatch):
+    """--only splits a cell between processes: the runs whose cold start exists go on beside one that trains
+    a new cold start, and a mistyped name is an error, not a silently empty run."""
+    import harness.experiments.demo as demo
+
+    proto = ab.load(PROTO, ["demo.jobs=1"])
+    monkeypatch.setattr(ab, "RESULTS", tmp_path)
+    trained = []
+    monkeypatch.setattr(demo, "run_pipeline", lambda cfg, specs: trained.append((specs[0].label, cfg.seeds[0]))
+                        or {"runs": [{"label": specs[0].label, "seed": cfg.seeds[0]}]})
+    monkeypatch.setattr(ab, "write_result", lambda j, run, commit: None)
+    cell = proto.cells[0]
+    ab.run_cell(proto, cell, commit=False, only=["authors-learned-s3", "paper-frozen-s2"])
+    assert sorted(trained) == [("authors-learned-cs0", 3), ("paper-frozen-cs1", 2)]
+    with pytest.raises(ValueError, match="no run.*authors-learned-s9"):
+        ab.run_cell(proto, cell, commit=False, only=["authors-learned-s9"])
+    with pytest.raises(SystemExit):
+        ab.main(["--cell", cell.name, "--only", "nope-s1", "--results", str(tmp_path)])
