@@ -113,7 +113,7 @@ def train_composer(composer: Any, examples: list, cfg: TrainConfig, metrics: Pat
             if checkpoint and every > 0 and step % every == 0 and step < cs.steps:
                 save_checkpoint(checkpoint, shape, rows, composer, opt, sampler)
     composer.set_anchor()
-    if checkpoint:
+    if checkpoint and start < cs.steps:  # a finished one resumed is left as it is (a committed file stays clean)
         save_checkpoint(checkpoint, shape, rows, composer, None, sampler)
 
 

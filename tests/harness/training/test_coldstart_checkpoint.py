@@ -55,6 +55,12 @@ def test_a_killed_cold_start_resumes_to_the_same_weights_and_metrics(tmp_path, m
     assert [r["coldstart/loss"] for r in rows[0]] == [r["coldstart/loss"] for r in rows[1]]
     final = torch.load(ckpt, weights_only=True)
     assert final["step"] == 5 and final["optim"] is None  # finished: no optimiser state kept
+    saved = ckpt.read_bytes()
+    assert _coldstart(tmp_path, traces, "again", "--checkpoint", str(ckpt), "--checkpoint-every", "2") == 0
+    assert "resumed at step 5 of 5" in capsys.readouterr().out
+    assert ckpt.read_bytes() == saved  # a finished checkpoint is read, not written again
+    again = torch.load(tmp_path / "again" / "composer_coldstart.pt", weights_only=True)
+    assert all(torch.equal(t, again["trainable"][n]) for n, t in whole["trainable"].items())
 
 
 def test_a_checkpoint_of_another_cold_start_is_refused(tmp_path, capsys):
