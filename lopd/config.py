@@ -181,7 +181,7 @@ class ColdStartConfig:
     at this norm and the LoRA at ``grad_clip`` (authors' code: 30.0)."""
     weight_decay: NonNegFloat = 0.01
     """AdamW weight decay (see :class:`OptimConfig`)."""
-    min_reward: float = 1.0
+    min_reward: Annotated[float, ">= 0", "<= 1"] = 1.0
     """Trajectories the cold start teaches the latents to predict: training episodes with reward >= this
     (1.0: successes, as the paper and the authors' code)."""
     separate_optimizers: bool = False

@@ -115,6 +115,9 @@ class BankConfig:
             raise ValueError(f"train_splits may not name evaluation splits: {bad}")
         if not self.train_splits:
             raise ValueError("train_splits is empty: nothing could enter the bank")
+        if not 0.0 <= self.min_reward <= 1.0:  # NaN fails too
+            raise ValueError(f"min_reward must lie in [0, 1] (rewards do; above 1 nothing could enter the bank), "
+                             f"got {self.min_reward}")
         for name in ("observation_chars", "response_chars"):
             if getattr(self, name) < -1:
                 raise ValueError(f"{name} must be -1 (no cut) or >= 0")

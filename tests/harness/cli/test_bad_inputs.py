@@ -51,6 +51,8 @@ CASES = [
     (f"train {LOPD} lopd.coldstart.steps=0", "lopd.coldstart.steps: 0"),
     (f"train {LOPD} lopd.composer.lora.dropout=1", "lopd.composer.lora.dropout: 1.0 is out of range"),
     ("train learner=lopd lopd.n_retrieved=0", "lopd.n_retrieved: 0"),
+    ("train learner=lopd lopd.coldstart.min_reward=1.5", "lopd.coldstart.min_reward: 1.5 is out of range"),
+    ("train bank.config.min_reward=2", "min_reward must lie in [0, 1]"),
     # train: what the run meets (env, model, run_dir), still before the model loads
     ("train run_dir={d}/afile", "run_dir: {d}/afile is an existing file"),
     ("train run_dir={d}/afile/sub", "{d}/afile is a file"),

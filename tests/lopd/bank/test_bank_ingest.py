@@ -101,6 +101,10 @@ def test_config_refuses_eval_splits_and_bad_values():
         BankConfig(observation_chars=-2)
     with pytest.raises(ValueError):
         BankConfig(top_k=0)
+    for reward in (1.01, -0.1, float("nan")):  # rewards lie in [0, 1]: above 1 the bank would stay empty
+        with pytest.raises(ValueError, match="min_reward must lie in"):
+            BankConfig(min_reward=reward)
+    assert BankConfig(min_reward=0.0).min_reward == 0.0
     assert BankConfig(train_splits=["train", "train_extra"]).train_splits == ["train", "train_extra"]
 
 
