@@ -71,3 +71,20 @@ def pytest_collection_finish(session):
         if lost:
             raise pytest.UsageError(f"pytest-xdist did not group {len(lost)} tests (e.g. {lost[0]}): "
                                     f"pytest {pytest.__version__} is not supported by this pytest-xdist")
+
+
+@pytest.fixture
+def built_base(tmp_path):
+    """A factory of base-model folders as the base cache writes them: ``built_base("1m-aaa", "k1")`` is
+    ``tmp_path/1m-aaa`` holding a ``base_info.json`` with recorded key ``k1`` (None: an empty folder, not a
+    built base). Two folders with one recorded key are the same weights under different cache names."""
+    import json
+
+    def make(name: str, key: str | None):
+        folder = tmp_path / name
+        folder.mkdir()
+        if key is not None:
+            (folder / "base_info.json").write_text(json.dumps({"key": key}))
+        return folder
+
+    return make

@@ -132,16 +132,11 @@ def test_same_run_ignores_progress_bars_and_the_folder_only():
     assert not same_run(None, want) and not same_run(["seed=0"], want)
 
 
-def test_same_run_takes_a_built_base_by_its_recorded_key_not_its_folder(tmp_path):
+def test_same_run_takes_a_built_base_by_its_recorded_key_not_its_folder(tmp_path, built_base):
     """A pinned base copied into a cache folder named by newer code is the same weights: its runs resume."""
     from harness.experiments.demo_runs import wanted
 
-    def base(name: str, key: str) -> Path:
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "base_info.json").write_text(json.dumps({"key": key}))
-        return tmp_path / name
-
-    old, moved, other = base("1m-aaa", "k1"), base("1m-bbb", "k1"), base("1m-ccc", "k2")
+    old, moved, other = built_base("1m-aaa", "k1"), built_base("1m-bbb", "k1"), built_base("1m-ccc", "k2")
     saved = wanted(["learner=grpo", f"model.path={old}"])
     assert same_run(saved, wanted(["learner=grpo", f"model.path={moved}"]))
     assert not same_run(saved, wanted(["learner=grpo", f"model.path={other}"]))

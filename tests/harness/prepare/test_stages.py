@@ -76,20 +76,15 @@ def test_the_cold_start_key_does_not_change_with_where_the_cache_is(tmp_path, mo
     assert coldstart_key(StageConfig(), tcfg, other, [other / "base_traces.jsonl"]) != key(tmp_path / "one")
 
 
-def test_the_cold_start_key_takes_a_built_base_by_its_recorded_key(tmp_path):
+def test_the_cold_start_key_takes_a_built_base_by_its_recorded_key(tmp_path, built_base):
     """The base's cache folder is named by the code that looks it up; the key holds the weights' own key, so
     unrelated code changes do not retrain a committed cold start (and another base's key does)."""
-    import json
-
     from harness.config import load_config
     from harness.prepare.stages import coldstart_key
     from harness.training.train_config import TrainConfig
 
     def key(folder: str, recorded: str | None) -> str:
-        (tmp_path / folder).mkdir()
-        if recorded is not None:
-            (tmp_path / folder / "base_info.json").write_text(json.dumps({"key": recorded}))
-        tcfg = load_config(TrainConfig, None, [f"model.path={tmp_path / folder}"])
+        tcfg = load_config(TrainConfig, None, [f"model.path={built_base(folder, recorded)}"])
         return coldstart_key(StageConfig(), tcfg, tmp_path / "bank-abc", [tmp_path / "bank-abc" / "t.jsonl"])
 
     assert key("1m-aaa", "k1") == key("1m-bbb", "k1") != key("1m-ccc", "k2")

@@ -48,14 +48,9 @@ def test_same_settings_or_free_keys_pass_weight_keys_are_refused_by_name(tmp_pat
     assert not any(is_free(k) for k in ("optim.lr", "env.kwargs.n_train", "model.path", "sampling.temperature"))
 
 
-def test_a_built_base_under_another_cache_folder_is_the_same_model(tmp_path):
+def test_a_built_base_under_another_cache_folder_is_the_same_model(tmp_path, built_base):
     """A pinned base copied into a folder named by newer code resumes its runs; another base is refused."""
-    def base(name: str, key: str) -> Path:
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "base_info.json").write_text(json.dumps({"key": key}))
-        return tmp_path / name
-
-    old, moved, other = base("1m-aaa", "k1"), base("1m-bbb", "k1"), base("1m-ccc", "k2")
+    old, moved, other = built_base("1m-aaa", "k1"), built_base("1m-bbb", "k1"), built_base("1m-ccc", "k2")
     run = tmp_path / "run"
     run.mkdir()
     save_config(_cfg(run, f"model.path={old}"), run / "config.yaml")
