@@ -7,6 +7,7 @@ as a KV cache (``lopd_reference.py`` computes the same logits with one plain for
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import torch
@@ -15,6 +16,7 @@ from harness.engines.base import EmbedOverride
 from harness.learners.common import (TeacherSide, gather_positions, prompt_messages, score_from, served_side,
                                      served_token_logprobs)
 from lopd.checkpointing import is_checkpointed
+from lopd.chunked import chunked_head, ids_and_targets, topk_and_targets
 from lopd.composer import Composer
 from lopd.latent import LatentError, encode_with_latents, frame_user_message, framing_text, inject_batch
 from lopd.losses import upcast
@@ -126,6 +128,22 @@ def latent_teacher_hidden(composer: Composer, ids: torch.Tensor, attn: torch.Ten
         else:
             h = dec(inputs_embeds=embeds, attention_mask=attn, use_cache=False).last_hidden_state
         return gather_positions(h, at)
+
+
+def latent_teacher_topk(composer: Composer, hidden: torch.Tensor, targets: torch.Tensor, top_k: int, chunk: int,
+                        full_vocab: bool) -> tuple[TeacherSide, torch.Tensor, torch.Tensor]:
+    """From the teacher's final hidden states: what the student's loss reads (detached), and the teacher's
+    log-probs at its top-k and at the sampled ``targets``, chunk by chunk of positions (gradients into the
+    latents when ``hidden`` has a graph; the backward recomputes each chunk's logits)."""
+    head = teacher_head(composer)
+    top_ids, t_top, t_tgt = chunked_head(head, hidden, partial(topk_and_targets, k=top_k), targets, chunk=chunk)
+    return TeacherSide(top_ids, t_top.detach(), hidden.detach() if full_vocab else None, head), t_top, t_tgt
+
+
+def latent_teacher_at(composer: Composer, hidden: torch.Tensor, top_ids: torch.Tensor, targets: torch.Tensor,
+                      chunk: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The teacher's log-probs at given ``top_ids`` (an earlier pass's top-k) and at ``targets``."""
+    return chunked_head(teacher_head(composer), hidden, ids_and_targets, top_ids, targets, chunk=chunk)
 
 
 def teacher_rows(tokenizer: Any, rollouts: list, exps: dict[str, list[str]], n_latents: int, framing: str,

@@ -26,7 +26,6 @@ latent runs once per distinct prefix (``latent_teacher.py``); against GRPO: RESU
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +34,15 @@ import torch
 from harness.distributed import sum_floats
 from harness.learners.base import Learner, LearnerContext, StepBatch
 from harness.learners.common import TeacherSide, Timer, distill_tokens, pad_id, pad_rows, seq_count
-from harness.learners.latent_teacher import latent_teacher_hidden, served_latent_teacher, teacher_head, teacher_rows
+from harness.learners.latent_teacher import (latent_teacher_at, latent_teacher_hidden, latent_teacher_topk,
+                                             served_latent_teacher, teacher_rows)
 from harness.learners.lopd_drift import DriftProbe, drift_metrics
-from harness.learners.lopd_composer import build_composer, compose_latents, composer_step, scope_tokens
+from harness.learners.lopd_composer import (build_composer, compose_latents, composer_backward, composer_step,
+                                            scope_tokens)
 from harness.learners.privileged import grow_bank, load_bank, make_embedder, retrieve_texts
-from lopd.chunked import chunked_head, ids_and_targets, topk_and_targets
 from lopd.config import LOPDConfig
 from lopd.losses import masked_sum, reduce_tokens
-from lopd.margin import ComposerTerms, DualVariable, TokenLogProbs, composer_loss, composer_terms_of
+from lopd.margin import DualVariable, TokenLogProbs
 from lopd.supervision import align_supervision, aligned_subset
 
 
@@ -198,7 +198,7 @@ class LOPDLearner(Learner[LOPDLearnerConfig]):
         if later:  # the student's backward comes first, then the teacher's graph (_after_backward)
             self._pending = (step, mb, side.ids, s_logp.detach())
             return loss, {"kl_tok": kl_tok}
-        return loss, {"kl_tok": kl_tok, **self._composer_backward(step, mb, side.ids, TokenLogProbs(t_top, t_tgt),
+        return loss, {"kl_tok": kl_tok, **self._composer_backward(step, mb, TokenLogProbs(t_top, t_tgt),
                                                                   s_logp.detach(), timer)}
 
     def _after_backward(self, timer: Timer) -> dict[str, float]:
@@ -209,10 +209,9 @@ class LOPDLearner(Learner[LOPDLearnerConfig]):
         step, mb, top_ids, s_logp = self._pending
         self._pending = None
         with timer("teacher"), torch.enable_grad():
-            t_h = self._teacher_hidden(step, mb)
-            t_top, t_tgt = chunked_head(teacher_head(self.composer), t_h, ids_and_targets, top_ids, mb.targets,
-                                        chunk=self.ctx.scorer.logits_chunk)
-        return self._composer_backward(step, mb, top_ids, TokenLogProbs(t_top, t_tgt), s_logp, timer)
+            t_top, t_tgt = latent_teacher_at(self.composer, self._teacher_hidden(step, mb), top_ids, mb.targets,
+                                             self.ctx.scorer.logits_chunk)
+        return self._composer_backward(step, mb, TokenLogProbs(t_top, t_tgt), s_logp, timer)
 
     def _teacher_hidden(self, step: _Step, mb: _Micro) -> torch.Tensor:
         t_ids, t_attn = pad_rows([step.t_rows[i] for i in mb.idx], pad_id(self.ctx.tokenizer), self.ctx.device)
@@ -234,36 +233,19 @@ class LOPDLearner(Learner[LOPDLearnerConfig]):
                                                     cfg.distill.top_k, self.ctx.device)
                 return side, side.logp, t_tgt
             with torch.set_grad_enabled(graph):
-                t_h = self._teacher_hidden(step, mb)
-                # per chunk of positions: top-k ids, their log-probs and the sampled tokens' (gradients
-                # into the latents; the backward recomputes each chunk's logits)
-                head = teacher_head(self.composer)
-                top_ids, t_top, t_tgt = chunked_head(head, t_h, partial(topk_and_targets, k=cfg.distill.top_k),
-                                                     mb.targets, chunk=self.ctx.scorer.logits_chunk)
-        return TeacherSide(top_ids, t_top.detach(), t_h.detach() if cfg.distill.full_vocab else None, head), \
-            t_top, t_tgt
+                return latent_teacher_topk(self.composer, self._teacher_hidden(step, mb), mb.targets,
+                                           cfg.distill.top_k, self.ctx.scorer.logits_chunk, cfg.distill.full_vocab)
 
-    def _composer_backward(self, step: _Step, mb: _Micro, top_ids: torch.Tensor, teacher: TokenLogProbs,
-                           s_logp: torch.Tensor, timer: Timer) -> dict[str, float]:
+    def _composer_backward(self, step: _Step, mb: _Micro, teacher: TokenLogProbs, s_logp: torch.Tensor,
+                           timer: Timer) -> dict[str, float]:
         """The composer's loss over the micro-batch's kept rollouts and its backward (through the teacher
         into the latents, the QFormer and the LoRA); its additive metrics."""
-        ctx, cfg, idx = self.ctx, self.cfg, mb.idx
-        with timer("composer"), torch.set_grad_enabled(cfg.train_composer):
-            k = top_ids.shape[-1]
-            c_mask = aligned_subset([step.s_masks[i] for i in idx], [step.scope[i] for i in idx]).to(ctx.device)
-            kept = torch.tensor([step.keep[i] for i in idx], device=ctx.device)
-            terms = composer_terms_of(teacher, TokenLogProbs(s_logp[..., :k], s_logp[..., k]), c_mask,
-                                      step.rewards[idx].to(ctx.device), mb.lats, mb.anchors)
-            terms = ComposerTerms(terms.kl[kept], terms.delta[kept], terms.anchor[kept])
-            c_loss, _ = composer_loss(terms, step.beta, cfg.margin)
-            c_loss = c_loss * (int(kept.sum()) / max(step.n_roll, 1.0))  # mean over ALL kept rollouts of the step
-            if cfg.train_composer and c_loss.requires_grad:
-                c_loss.backward()
-        with torch.no_grad():
-            counts = c_mask[kept].sum(-1).to(terms.delta.device).float()
-            return {"c_loss": float(c_loss), "c_kl": float(terms.kl.sum()), "delta": float(terms.delta.sum()),
-                    "delta_w": float((terms.delta * counts).sum()), "count": float(counts.sum()),
-                    "anchor": float(terms.anchor.sum())}
+        dev, idx = self.ctx.device, mb.idx
+        with timer("composer"):
+            c_mask = aligned_subset([step.s_masks[i] for i in idx], [step.scope[i] for i in idx]).to(dev)
+            kept = torch.tensor([step.keep[i] for i in idx], device=dev)
+            return composer_backward(teacher, s_logp, c_mask, kept, step.rewards[idx].to(dev), mb.lats, mb.anchors,
+                                     step.beta, step.n_roll, self.cfg.margin, self.cfg.train_composer)
 
     def _served_teacher(self) -> bool:
         """Score the latent teacher on teacher servers: only with a frozen composer (a trained one needs

@@ -13,6 +13,7 @@ from harness.learners.base import LearnerContext
 from harness.learners.common import Timer
 from lopd.coldstart import clip_composer_grads
 from lopd.composer import Composer
+from lopd.margin import ComposerTerms, TokenLogProbs, composer_loss, composer_terms_of
 from lopd.supervision import tool_call_tokens
 
 RANDOM_COMPOSER = "random"
@@ -86,3 +87,26 @@ def scope_tokens(tokenizer: Any, rows: list[list[int]], masks: list[list[int]], 
             pieces[i] = tokenizer.decode([i])
         out.append(tool_call_tokens([pieces[i] for i in ids], mask))
     return out
+
+
+def composer_backward(teacher: TokenLogProbs, s_logp: torch.Tensor, c_mask: torch.Tensor, kept: torch.Tensor,
+                      rewards: torch.Tensor, lats: list, anchors: list, beta: float, n_roll: float, margin: Any,
+                      train: bool) -> dict[str, float]:
+    """The composer's loss over a micro-batch's ``kept`` rollouts, as their share of the mean over the step's
+    ``n_roll`` kept rollouts, and (``train``) its backward through the teacher into the latents, the QFormer
+    and the LoRA. ``s_logp``: the student's detached log-probs at the teacher's top-k, then at the sampled
+    token; ``c_mask``: the tokens kl_i and Delta_i count. Returns the additive metrics."""
+    with torch.set_grad_enabled(train):
+        k = teacher.topk.shape[-1]
+        terms = composer_terms_of(teacher, TokenLogProbs(s_logp[..., :k], s_logp[..., k]), c_mask, rewards, lats,
+                                  anchors)
+        terms = ComposerTerms(terms.kl[kept], terms.delta[kept], terms.anchor[kept])
+        c_loss, _ = composer_loss(terms, beta, margin)
+        c_loss = c_loss * (int(kept.sum()) / max(n_roll, 1.0))  # mean over ALL kept rollouts of the step
+        if train and c_loss.requires_grad:
+            c_loss.backward()
+    with torch.no_grad():
+        counts = c_mask[kept].sum(-1).to(terms.delta.device).float()
+        return {"c_loss": float(c_loss), "c_kl": float(terms.kl.sum()), "delta": float(terms.delta.sum()),
+                "delta_w": float((terms.delta * counts).sum()), "count": float(counts.sum()),
+                "anchor": float(terms.anchor.sum())}
