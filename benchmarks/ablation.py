@@ -12,7 +12,9 @@ run's whole resolved TrainConfig without its folders), never a path: a run whose
 every recorded setting is not trained again, on any machine (a setting added to the code since does not
 count; a changed value does). Each run trains with the *validation* tasks as its curve (what choices read)
 and is then evaluated once on the *test* tasks (what the table reports); its per-step composer diagnostics
-go into the result too. A run killed midway resumes from its last checkpoint (every 5 steps).
+go into the result too. A run killed midway resumes from its last checkpoint (every 5 steps); with
+``--commit`` that checkpoint is committed too (hourly, :mod:`benchmarks.ablation_inflight`), so a run goes on
+from it in a later session or on another machine.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -98,6 +101,9 @@ class AblationProtocol:
     commit_every_minutes: float = 60.0
     """With ``--commit``: minutes between commits of the cold-start checkpoints that changed (each commit adds
     a few MB to the repository, so not every save)."""
+    inflight_every_minutes: float = 60.0
+    """With ``--commit``: minutes between commits of each training run's newest checkpoint and logs (about
+    10 MB each at micro scale), which a later start of the run resumes from."""
 
 
 def load(path: Path, overrides: list[str]) -> AblationProtocol:
@@ -170,6 +176,16 @@ def winner(proto: AblationProtocol) -> str:
 
 def result_path(job: dict[str, Any]) -> Path:
     return RESULTS / job["cell"] / f"{run_name(job)}.json"
+
+
+def run_dir(job: dict[str, Any]) -> Path:
+    """Where the pipeline trains the job's run (``out/runs/<label>-s<seed>``, as :func:`plan_runs` names it)."""
+    return Path(job["cfg"].out) / "runs" / f"{job['spec'].label}-s{job['seed']}"
+
+
+def inflight_path(job: dict[str, Any]) -> Path:
+    """Where the job's in-flight snapshot is committed: by its key, so a changed recipe never resumes it."""
+    return RESULTS / "inflight" / job["key"]
 
 
 def same_settings(saved: dict[str, Any], job: dict[str, Any]) -> bool:
@@ -274,28 +290,32 @@ def write_result(job: dict[str, Any], run: dict[str, Any], commit: bool) -> Path
     path = result_path(job)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
+    shutil.rmtree(inflight_path(job), ignore_errors=True)  # the result supersedes it, in the same commit
     if commit:
-        commit_file(path, f"ablation: {job['cell']} {job['label']} seed {job['seed']}")
+        commit_file(path, f"ablation: {job['cell']} {job['label']} seed {job['seed']}", inflight_path(job))
     return path
 
 
 _GIT = threading.Lock()
 
 
-def commit_file(path: Path, message: str) -> bool:
-    """Commit this file or folder when it changed (--commit needs the result folder inside the repository);
-    returns whether a commit was made. Commits only ``path``, so it can run in a checkout someone is working
-    in; a git lock held by them is waited out, and a commit that still fails is reported, not raised (the
-    file stays in the working tree and the next commit takes it)."""
-    rel = str(path.relative_to(ROOT))
+def commit_file(path: Path, message: str, *more: Path) -> bool:
+    """Commit this file or folder (and ``more``, a deleted one included) when it changed (--commit needs the
+    result folder inside the repository); returns whether a commit was made. Commits only these paths, so it
+    can run in a checkout someone is working in; a git lock held by them is waited out, and a commit that
+    still fails is reported, not raised (the file stays in the working tree and the next commit takes it)."""
+    rels = [str(p.relative_to(ROOT)) for p in (path, *more) if p.exists() or _tracked(p)]
+    if not rels:
+        return False  # nothing there and nothing to delete (and a bare `git add -A --` would take everything)
+    rel = rels[0]
     with _GIT:
         for attempt in range(20):
-            add = subprocess.run(["git", "add", "--", rel], cwd=ROOT, capture_output=True, text=True)
-            staged = subprocess.run(["git", "diff", "--cached", "--quiet", "--", rel], cwd=ROOT)
+            add = subprocess.run(["git", "add", "-A", "--", *rels], cwd=ROOT, capture_output=True, text=True)
+            staged = subprocess.run(["git", "diff", "--cached", "--quiet", "--", *rels], cwd=ROOT)
             if add.returncode == 0 and staged.returncode == 0:
                 return False
             done = add.returncode == 0 and subprocess.run(
-                ["git", "commit", "-q", "-m", message, "--", rel], cwd=ROOT, capture_output=True, text=True)
+                ["git", "commit", "-q", "-m", message, "--", *rels], cwd=ROOT, capture_output=True, text=True)
             if done and done.returncode == 0:
                 return True
             err = (done.stderr if done else add.stderr).strip()
@@ -306,32 +326,59 @@ def commit_file(path: Path, message: str) -> bool:
         return False
 
 
+def _tracked(path: Path) -> bool:
+    out = subprocess.run(["git", "ls-files", "--", str(path.relative_to(ROOT))], cwd=ROOT, capture_output=True,
+                         text=True)
+    return bool(out.stdout.strip())
+
+
+def commit_checkpoints(folder: Path) -> None:
+    """Commit the cold-start checkpoints in ``folder`` that changed."""
+    if folder.is_dir() and commit_file(folder, "ablation: cold-start checkpoints"):
+        print(f"[ablation] committed the checkpoints in {folder}", flush=True)
+
+
+def commit_inflight(jobs: list[dict[str, Any]]) -> None:
+    """Snapshot and commit each job's run that has a checkpoint newer than its committed snapshot
+    (:func:`benchmarks.ablation_inflight.snapshot`); also safe beside another process training them."""
+    from benchmarks.ablation_inflight import snapshot
+
+    for j in jobs:
+        if is_done(j):
+            continue
+        step = snapshot(run_dir(j), inflight_path(j))
+        if step is not None and commit_file(inflight_path(j), f"ablation: {run_name(j)} in flight, step {step}"):
+            print(f"[ablation] committed {run_name(j)} at step {step} ({inflight_path(j)})", flush=True)
+
+
 @contextmanager
-def committing_checkpoints(folder: Path, every_s: float, enabled: bool) -> Iterator[None]:
-    """While the body runs, commit the cold-start checkpoints in ``folder`` that changed every ``every_s``
-    seconds, and once more at the end (also when the body fails): a long cold start then goes on from the
-    last commit on another machine."""
+def committing(every_s: float, enabled: bool, commit: Callable[[], None]) -> Iterator[None]:
+    """While the body runs, call ``commit`` every ``every_s`` seconds, and once more at the end (also when the
+    body fails): a long cold start or run then goes on from the last commit on another machine. A commit
+    that fails is reported and tried again next time, never raised into the body."""
     if not enabled:
         yield
         return
     stop = threading.Event()
 
-    def commit() -> None:
-        if folder.is_dir() and commit_file(folder, "ablation: cold-start checkpoints"):
-            print(f"[ablation] committed the checkpoints in {folder}", flush=True)
+    def guarded() -> None:
+        try:
+            commit()
+        except Exception as e:  # noqa: BLE001 - a failed snapshot must not stop the training it watches
+            print(f"[ablation] commit failed: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
 
     def loop() -> None:
         while not stop.wait(every_s):
-            commit()
+            guarded()
 
-    thread = threading.Thread(target=loop, daemon=True, name="checkpoint-commits")
+    thread = threading.Thread(target=loop, daemon=True, name="commits")
     thread.start()
     try:
         yield
     finally:
         stop.set()
         thread.join()
-        commit()
+        guarded()
 
 
 def run_name(job: dict[str, Any]) -> str:
@@ -339,21 +386,28 @@ def run_name(job: dict[str, Any]) -> str:
     return f"{job['label']}-s{job['seed']}"
 
 
-def run_cell(proto: AblationProtocol, cell: Cell, commit: bool, only: list[str] | None = None) -> None:
-    """Train every missing run of ``cell`` (per recipe and budget, through the demo pipeline, 2 at a time),
-    then evaluate each on the test tasks and write its result. With ``demo.jobs=1`` each run is its own
-    pipeline call, so its result is written (and committed) as soon as it has trained. ``only``: train just
-    the runs so named (:func:`run_name`), e.g. to keep those whose cold start exists apart from one that
-    is still training it; a name the cell does not hold raises."""
-    from harness.experiments.demo import run_pipeline
-
+def selected_jobs(proto: AblationProtocol, cell: Cell, only: list[str] | None = None) -> list[dict[str, Any]]:
+    """The cell's jobs, or just those named in ``only`` (:func:`run_name`); a name the cell lacks raises."""
     jobs = jobs_of(proto, cell)
     if only:
         unknown = sorted(set(only) - {run_name(j) for j in jobs})
         if unknown:
             raise ValueError(f"cell {cell.name} has no run(s) {unknown}; its runs: {[run_name(j) for j in jobs]}")
         jobs = [j for j in jobs if run_name(j) in only]
-    todo = [j for j in jobs if not is_done(j) and reuse(j, commit) is None]
+    return jobs
+
+
+def run_cell(proto: AblationProtocol, cell: Cell, commit: bool, only: list[str] | None = None) -> None:
+    """Train every missing run of ``cell`` (per recipe and budget, through the demo pipeline, 2 at a time),
+    then evaluate each on the test tasks and write its result. With ``demo.jobs=1`` each run is its own
+    pipeline call, so its result is written (and committed) as soon as it has trained. ``only``: train just
+    the runs so named (:func:`run_name`), e.g. to keep those whose cold start exists apart from one that
+    is still training it; a name the cell does not hold raises. A run with a committed in-flight snapshot
+    further on than its own folder resumes from the snapshot."""
+    from benchmarks.ablation_inflight import restore
+    from harness.experiments.demo import run_pipeline
+
+    todo = [j for j in selected_jobs(proto, cell, only) if not is_done(j) and reuse(j, commit) is None]
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for j in todo:
         groups.setdefault((j["recipe"], j["cfg"].generations), []).append(j)
@@ -374,6 +428,9 @@ def run_cell(proto: AblationProtocol, cell: Cell, commit: bool, only: list[str] 
             specs = list({j["spec"].label: j["spec"] for j in js}.values())
             print(f"[ablation] {cell.name}/{recipe}: {', '.join(labels)} on seeds {seeds} ({gens} generations)",
                   flush=True)
+            for j in js:
+                if restore(inflight_path(j), run_dir(j)):
+                    print(f"[ablation] {run_name(j)}: resumes from the committed {inflight_path(j)}", flush=True)
             rep = run_pipeline(copy_config(cfg, seeds=seeds), specs)
             runs = {(r["label"], r["seed"]): r for r in rep["runs"]}
             for j in js:
@@ -397,6 +454,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commit", action="store_true", help="git-commit each result file as soon as it is written")
     ap.add_argument("--only", nargs="*", default=[], metavar="RUN",
                     help="train only these runs of the cell (row-sSEED, as --plan and the result files name them)")
+    ap.add_argument("--snapshot", action="store_true",
+                    help="commit the cell's runs in training now (their newest checkpoints and logs), to go on "
+                         "from in a later session; another process may be training them")
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="protocol overrides")
     ap.add_argument("--results", help="the result folder (default: benchmarks/results/ablation, committed)")
     args = ap.parse_args(argv)
@@ -416,16 +476,24 @@ def main(argv: list[str] | None = None) -> int:
             if png:
                 print(f"plot: {png}")
         return 0
+    if (args.only or args.snapshot) and not args.cell:
+        ap.error("--only and --snapshot need --cell")
     cells = [names[c] for c in args.cell] or proto.cells
+    try:
+        jobs = [j for cell in [names[c] for c in args.cell] for j in selected_jobs(proto, cell, args.only)]
+    except ValueError as e:
+        ap.error(str(e))
+    if args.snapshot:
+        commit_inflight(jobs)
+        commit_checkpoints(RESULTS / "coldstarts")
+        return 0
     print(plan_text(proto, cells), flush=True)
     if args.plan or not args.cell:
         return 0
-    with committing_checkpoints(RESULTS / "coldstarts", proto.commit_every_minutes * 60, args.commit):
+    with committing(proto.commit_every_minutes * 60, args.commit, lambda: commit_checkpoints(RESULTS / "coldstarts")), \
+            committing(proto.inflight_every_minutes * 60, args.commit, lambda: commit_inflight(jobs)):
         for cell in cells:
-            try:
-                run_cell(proto, cell, args.commit, args.only)
-            except ValueError as e:
-                ap.error(str(e))
+            run_cell(proto, cell, args.commit, args.only)
     return 0
 
 

@@ -114,7 +114,7 @@ def test_the_cold_start_checkpoints_are_committed_while_a_cell_runs_and_at_its_e
     monkeypatch.setattr(ab, "ROOT", tmp_path)
     folder = tmp_path / "coldstarts"
     (tmp_path / "other.txt").write_text("not committed")
-    with ab.committing_checkpoints(folder, 0.05, enabled=True):
+    with ab.committing(0.05, True, lambda: ab.commit_checkpoints(folder)):
         folder.mkdir()
         (folder / "coldstart-a.pt").write_bytes(b"step 50")
         deadline = time.monotonic() + 30
@@ -127,7 +127,7 @@ def test_the_cold_start_checkpoints_are_committed_while_a_cell_runs_and_at_its_e
     assert git("show", "HEAD:coldstarts/coldstart-a.pt") == "step 150"  # the end's state, committed
     assert "other.txt" not in git("ls-files")  # nothing but the checkpoints
     n = len(git("log", "--oneline").splitlines())
-    with ab.committing_checkpoints(folder, 0.05, enabled=True):
+    with ab.committing(0.05, True, lambda: ab.commit_checkpoints(folder)):
         time.sleep(0.2)
     assert len(git("log", "--oneline").splitlines()) == n  # no change, no commit
 
