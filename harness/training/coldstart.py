@@ -90,7 +90,7 @@ def train_composer(composer: Any, examples: list, cfg: TrainConfig, metrics: Pat
     from tqdm import tqdm
 
     from harness.metrics import MetricsLogger
-    from harness.training.trainer import EpochSampler, derive_seed
+    from harness.training.sampler import EpochSampler, derive_seed
     from lopd.coldstart import coldstart_step, make_coldstart_optimizer
 
     cs = cfg.lopd.coldstart

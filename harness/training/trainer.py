@@ -25,7 +25,6 @@ says what changed (:mod:`harness.training.run_record`).
 from __future__ import annotations
 
 import copy
-import hashlib
 import os
 import random
 import shutil
@@ -49,49 +48,8 @@ from harness.learners.common import TokenScorer
 from harness.metrics import MetricsLogger, file_size, truncate_to
 from harness.rollout import rollout, rollout_in_flight
 from harness.training.run_record import check_rerun, record_change
+from harness.training.sampler import EpochSampler, derive_seed
 from harness.training.train_config import TrainConfig, load_train_config
-
-
-def derive_seed(*parts: Any) -> int:
-    """A 31-bit seed from any parts (stable across processes and Python versions)."""
-    return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:8], "little") % (2 ** 31)
-
-
-class EpochSampler:
-    """Items without replacement from a seeded per-epoch permutation; epochs follow each other.
-
-    >>> s = EpochSampler(["a", "b", "c"], seed=0)
-    >>> sorted(s.take(3)) == ["a", "b", "c"] and len(s.take(2)) == 2 and s.epoch == 1
-    True
-    """
-
-    def __init__(self, items: list[str], seed: int):
-        if not items:
-            raise ValueError("nothing to sample from: the training split has no tasks (or the dataset is empty)")
-        self.items, self.seed = list(items), seed
-        self.epoch, self.pos = 0, 0
-        self.order = self._order(0)
-
-    def _order(self, epoch: int) -> list[str]:
-        perm = np.random.default_rng([self.seed, epoch]).permutation(len(self.items))
-        return [self.items[i] for i in perm]
-
-    def take(self, n: int) -> list[str]:
-        out = []
-        while len(out) < n:
-            if self.pos == len(self.order):
-                self.epoch, self.pos = self.epoch + 1, 0
-                self.order = self._order(self.epoch)
-            k = min(n - len(out), len(self.order) - self.pos)
-            out += self.order[self.pos:self.pos + k]
-            self.pos += k
-        return out
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"epoch": self.epoch, "pos": self.pos, "order": list(self.order)}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.epoch, self.pos, self.order = int(state["epoch"]), int(state["pos"]), list(state["order"])
 
 
 def load_student(cfg: TrainConfig, device: torch.device) -> tuple[torch.nn.Module, Any]:
