@@ -2,7 +2,7 @@
 
 Each benchmark's own scoring code computes its aggregate; this module only maps an env id to it::
 
-    summary = summarize_verdicts(verdict_lines)       # lines as harness.evaluation.evaluate.verdict_of writes them
+    summary = summarize_verdicts(verdict_lines)       # lines as harness.evaluation.eval_dir.verdict_of writes them
     summary["envs"]["lopd/shop-v0"]["pass_rate"]      # generic, every env
     summary["benchmarks"]["bfcl-v3"]["official"]      # envs.bfcl.scoring.summarize's numbers
     print(format_summary(summary))

@@ -17,7 +17,8 @@ from harness.cli import main
 from harness.engines import HFEngine, SGLangEngine
 from harness.engines.server import EngineConfig
 from harness.evaluation.summary import format_summary, summarize_verdicts
-from harness.evaluation.evaluate import EvalRunConfig, cut_torn_tail, pair_seed, read_progress, run_eval, verdict_of
+from harness.evaluation.eval_dir import read_progress, verdict_of
+from harness.evaluation.evaluate import EvalRunConfig, pair_seed, run_eval
 from harness.models import save_pretrained
 
 
@@ -119,17 +120,6 @@ def test_interrupt_then_resume_repeats_nothing_and_loses_nothing(model_dir, engi
     assert any("rebuilt from their traces" in n for n in res.notes)
     check_consistent(tmp_path, SHOP_KEYS)
     assert read_progress(tmp_path).notes == []  # clean after the resume
-
-
-def test_cut_torn_tail(tmp_path):
-    p = tmp_path / "x.jsonl"
-    p.write_text('{"a": 1}\n{"b": 2}')  # complete line without its newline: kept
-    assert "terminated" in cut_torn_tail(p, json.loads) and p.read_text() == '{"a": 1}\n{"b": 2}\n'
-    p.write_text('{"a": 1}\n{"b": ')
-    assert "cut off" in cut_torn_tail(p, json.loads) and p.read_text() == '{"a": 1}\n'
-    p.write_text('{"b": ')  # the only line is torn
-    assert cut_torn_tail(p, json.loads) and p.read_text() == ""
-    assert cut_torn_tail(p, json.loads) is None
 
 
 def test_changed_settings_are_refused_on_resume(model_dir, engine, tmp_path):
