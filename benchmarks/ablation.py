@@ -13,7 +13,7 @@ every recorded setting is not trained again, on any machine (a setting added to 
 count; a changed value does). Each run trains with the *validation* tasks as its curve (what choices read)
 and is then evaluated once on the *test* tasks (what the table reports); its per-step composer diagnostics
 go into the result too. A run killed midway resumes from its last checkpoint (every 5 steps); with
-``--commit`` that checkpoint is committed too (hourly, :mod:`benchmarks.ablation_inflight`), so a run goes on
+``--commit`` that checkpoint is committed too (every 2 hours and on `--snapshot`, :mod:`benchmarks.ablation_inflight`), so a run goes on
 from it in a later session or on another machine.
 """
 
@@ -97,13 +97,16 @@ class AblationProtocol:
     cells: list[Cell] = field(default_factory=list)
     """The cells."""
     cpu_minutes_per_1000: float = 31.0
-    """Planning estimate: CPU-minutes per 1,000 training generations of an LOPD run here (640 took ~20)."""
+    """Planning estimate: CPU-minutes per 1,000 training generations of an LOPD run here (640 took ~20),
+    for a recipe with no committed result that records its timing (:func:`timing`); one that does is
+    estimated from its median."""
     commit_every_minutes: float = 60.0
     """With ``--commit``: minutes between commits of the cold-start checkpoints that changed (each commit adds
     a few MB to the repository, so not every save)."""
-    inflight_every_minutes: float = 60.0
-    """With ``--commit``: minutes between commits of each training run's newest checkpoint and logs (about
-    10 MB each at micro scale), which a later start of the run resumes from."""
+    inflight_every_minutes: float = 120.0
+    """With ``--commit``: minutes between commits of each training run's newest checkpoint and logs, which a
+    later start of the run resumes from. Each adds ~25 MB at micro scale (student, its AdamW state, the
+    composer and its state), so rarely; ``--snapshot`` commits them at once, before a session ends."""
 
 
 def load(path: Path, overrides: list[str]) -> AblationProtocol:
@@ -220,7 +223,18 @@ def reuse(job: dict[str, Any], commit: bool) -> Path | None:
     return None
 
 
+def trained_so_far(job: dict[str, Any]) -> tuple[int, str]:
+    """Generations the job's run has checkpointed, and where: its committed snapshot or this machine's folder
+    (whichever is further on; a resume takes that one)."""
+    from benchmarks.ablation_inflight import generations_of
+
+    committed, local = generations_of(inflight_path(job)), generations_of(run_dir(job), snapshot=False)
+    return (committed, "committed") if committed >= local else (local, "on this machine only")
+
+
 def plan_text(proto: AblationProtocol, cells: list[Cell]) -> str:
+    """Every run of ``cells`` with its state, and the hours left: each recipe's measured seconds per
+    generation where a committed result records them, else ``cpu_minutes_per_1000``."""
     lines, total = [], 0.0
     for cell in cells:
         try:
@@ -228,14 +242,24 @@ def plan_text(proto: AblationProtocol, cells: list[Cell]) -> str:
         except ValueError as e:  # a later cell whose recipe is not chosen yet
             lines.append(f"{cell.name}: not planned yet: {e}")
             continue
-        todo = [j for j in jobs if not is_done(j)]
-        gens = sum(j["cfg"].generations for j in todo)
-        cpu = gens / 1000 * proto.cpu_minutes_per_1000 / 60
-        total += cpu
-        lines.append(f"{cell.name}: {len(jobs)} runs, {len(jobs) - len(todo)} done, {len(todo)} to train "
-                     f"({gens:,} generations, ~{cpu:.1f} CPU-h) - {cell.description}")
-        lines += [f"  {'done' if is_done(j) else 'todo'} {run_name(j)}: {j['label']} seed {j['seed']} "
-                  f"cold start {j['composer_seed']} ({j['cfg'].generations} gens) key {j['key']}" for j in jobs]
+        rows, hours, left_gens = [], 0.0, 0
+        for j in jobs:
+            state, gens = ("done", 0) if is_done(j) else ("todo", j["cfg"].generations)
+            if state == "todo":
+                done, where = trained_so_far(j)
+                if done > 0:
+                    state, gens = f"in flight ({done} of {gens} gens, {where})", gens - done
+            spg = seconds_per_generation(j)
+            h = gens * (spg if spg else proto.cpu_minutes_per_1000 * 60 / 1000) / 3600
+            hours, left_gens = hours + h, left_gens + gens
+            est = f"; ~{h:.1f} h left at the {'measured' if spg else 'assumed'} speed" if gens else ""
+            rows.append(f"  {state} {run_name(j)}: {j['label']} seed {j['seed']} cold start {j['composer_seed']} "
+                        f"({j['cfg'].generations} gens{est}) key {j['key']}")
+        n_todo = sum(not is_done(j) for j in jobs)
+        total += hours
+        lines.append(f"{cell.name}: {len(jobs)} runs, {len(jobs) - n_todo} done, {n_todo} to train "
+                     f"({left_gens:,} generations left, ~{hours:.1f} CPU-h) - {cell.description}")
+        lines += rows
     lines.append(f"total to train: ~{total:.1f} CPU-h (+ cold starts and evaluations); at 2 runs at a time "
                  f"~{total / 2:.1f} h of wall time")
     return "\n".join(lines)
@@ -261,6 +285,39 @@ def test_rewards(run_dir: Path, cfg: DemoConfig) -> dict[str, float]:
     return {str(r["task_id"]): float(r["reward"]) for _, r in iter_records(out / "traces.jsonl", on_error="skip")}
 
 
+def timing(run_dir: Path, threads: int) -> dict[str, Any]:
+    """The run's median seconds per training generation and per step's phase (``time/*`` of its steps),
+    with the torch threads it ran on: what the plan estimates the recipe's later runs from."""
+    from statistics import median
+
+    from harness.metrics import read_metrics
+
+    steps = [r for r in read_metrics(run_dir / "metrics.jsonl") if "time/step" in r and "train/loss" in r]
+    if not steps:
+        return {}
+    per_gen = [r["time/step"] * r["step"] / r["generations"] for r in steps if r.get("generations")]
+    phases = sorted({k for r in steps for k in r if k.startswith("time/")})
+    return {"threads": threads, "seconds_per_generation": median(per_gen) if per_gen else None,
+            "step_median_s": {k[5:]: median(r[k] for r in steps if k in r) for k in phases}}
+
+
+def seconds_per_generation(job: dict[str, Any]) -> float | None:
+    """The median seconds per generation of the committed results of the job's row, else of its recipe (a
+    frozen composer's row runs faster than a learned one); None when none records it."""
+    from statistics import median
+
+    timed = [r for r in committed_results() if (r.get("timing") or {}).get("seconds_per_generation")]
+    for same in (lambda r: r.get("label") == job["label"], lambda r: r.get("recipe") == job["recipe"]):
+        got = [r["timing"]["seconds_per_generation"] for r in timed if same(r)]
+        if got:
+            return median(got)
+    return None
+
+
+def committed_results() -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted(RESULTS.glob("*/*.json"))]
+
+
 def diagnostics(run_dir: Path) -> list[dict[str, float]]:
     from harness.metrics import read_metrics
 
@@ -284,6 +341,7 @@ def write_result(job: dict[str, Any], run: dict[str, Any], commit: bool) -> Path
            "val": {str(g): t for g, t in task_rewards(run_dir / "traces.jsonl").items()},
            "test": test, "test_mean": sum(test.values()) / max(len(test), 1),
            "diagnostics": diagnostics(run_dir), "summary": run.get("summary", {}),
+           "timing": timing(run_dir, job["cfg"].threads),
            "commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                                     text=True).stdout.strip(),
            "finished_at": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}

@@ -41,6 +41,17 @@ def snapshot_step(dest: Path) -> int:
         return -1
 
 
+def generations_of(folder: Path, snapshot: bool = True) -> int:
+    """Generations a snapshot (``snapshot``) or a run folder's newest checkpoint holds; 0 when none."""
+    if snapshot:
+        try:
+            return int(json.loads((folder / MARK).read_text())["generations"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return 0
+    ck = latest_checkpoint(folder) if folder.is_dir() else None
+    return int(read_trainer_state(ck)["generations"]) if ck is not None else 0
+
+
 def snapshot(run_dir: Path, dest: Path, tries: int = 3) -> int | None:
     """Replace ``dest`` with ``run_dir``'s newest checkpoint and the logs it covers, when that checkpoint is
     newer than ``dest``'s; returns its step, else None. Safe beside the training process: the copy is made

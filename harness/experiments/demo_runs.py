@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.experiments.demo_report import BEHAVIOUR
 from harness.metrics import read_metrics
-from harness.prepare.stages import CACHE_VERSION, model_identity, progress_bar
+from harness.prepare.stages import CACHE_VERSION, model_identity, portable_path, progress_bar
 
 if TYPE_CHECKING:
     from harness.experiments.demo_config import DemoConfig
@@ -87,21 +88,43 @@ def _spec_file(run_dir: Path) -> Path:
     return run_dir / "demo_spec.json"
 
 
+def cached_identity(path: str) -> str:
+    """A file the pipeline cached, by its keyed folder on (``bank-<key>/bank``, ``coldstart-<key>/composer.pt``),
+    wherever the cache lies; another path as :func:`portable_path` gives it."""
+    parts = Path(path).parts
+    keyed = [i for i, part in enumerate(parts) if re.fullmatch(r"[a-z0-9]+-[0-9a-f]{16}", part)]
+    return "/".join(parts[keyed[-1]:]) if keyed else portable_path(path)
+
+
+_PORTABLE = {"model.path": model_identity, "bank.path": cached_identity, "lopd.composer_init": cached_identity}
+"""Settings that name a file the pipeline built, compared by what it is (a built base's recorded key, a
+cached file's keyed folder), not where it lies."""
+
+
 def same_run(saved: dict[str, Any] | None, want: dict[str, Any]) -> bool:
     """Whether a finished run's saved spec trains the same run as ``want``. Progress bars and the run's
-    folder are not part of it, and a built base stands for its recorded key (:func:`model_identity`), so an
-    output folder can be moved, or assembled from links to runs of several comparisons, and still be
-    reused. The resolved configs must agree on every key the saved one holds: a changed value (an edited
+    folder are not part of it, and the built files it names are compared by :data:`_PORTABLE`, so an
+    output folder or the cache can be moved, or assembled from links to runs of several comparisons, and
+    still be reused. The resolved configs must agree on every key the saved one holds: a changed value (an edited
     packaged file, a new default) retrains; a field added to the code since, absent from the saved config,
     does not."""
     def overrides(spec: dict[str, Any]) -> list[str]:
-        return [f"model.path={model_identity(o[11:])}" if o.startswith("model.path=") else o
-                for o in spec.get("overrides", []) if not o.startswith(("log.progress=", "run_dir="))]
+        out = []
+        for o in spec.get("overrides", []):
+            key, _, value = o.partition("=")
+            if key not in ("log.progress", "run_dir"):
+                out.append(f"{key}={_PORTABLE[key](value)}" if key in _PORTABLE else o)
+        return out
 
     def config(spec: dict[str, Any]) -> dict[str, Any]:
-        cfg = dict(spec.get("config") or {})
-        if isinstance(cfg.get("model"), dict) and isinstance(cfg["model"].get("path"), str):
-            cfg["model"] = {**cfg["model"], "path": model_identity(cfg["model"]["path"])}
+        cfg = json.loads(json.dumps(spec.get("config") or {}))
+        for dotted, norm in _PORTABLE.items():
+            *parents, leaf = dotted.split(".")
+            d = cfg
+            for k in parents:
+                d = d.get(k) if isinstance(d, dict) else None
+            if isinstance(d, dict) and isinstance(d.get(leaf), str):
+                d[leaf] = norm(d[leaf])
         return cfg
 
     if not isinstance(saved, dict) or saved.get("version") != want.get("version"):

@@ -119,7 +119,7 @@ def _key(*parts: Any) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _portable(path: str | Path) -> str:
+def portable_path(path: str | Path) -> str:
     """A path as a key holds it: relative to the cache root or the repository when inside one (their folder
     names hold their own keys), so that a key does not change with where the cache or the checkout is."""
     from envs.micro.world import cache_root
@@ -134,11 +134,11 @@ def _portable(path: str | Path) -> str:
 def model_identity(path: str | Path) -> str:
     """What a model path stands for in a cache key: a built base's recorded key
     (:func:`harness.models.identity.recorded_base_key`), as the bank's key holds it, else the path as
-    :func:`_portable` gives it."""
+    :func:`portable_path` gives it."""
     from harness.models.identity import recorded_base_key
 
     key = recorded_base_key(path)
-    return f"base:{key}" if key else _portable(path)
+    return f"base:{key}" if key else portable_path(path)
 
 
 def _play(base: Base, cfg: StageConfig, ids: list[str], out: Path, desc: str, phase: str,
@@ -276,7 +276,7 @@ def coldstart_traces_dir(base: Base, cfg: StageConfig, bank: Path, cache: Path) 
     """The cached folder of the base's referenced episodes (``traces.jsonl``, ``info.json``): each of
     ``coldstart_tasks`` training tasks played once with its top-1 bank experience (never its own) framed
     in as a text reference."""
-    target = cache / f"cstraces-{_key('cstraces', _portable(bank), cfg.coldstart_tasks, cfg.bank_temperature)}"
+    target = cache / f"cstraces-{_key('cstraces', portable_path(bank), cfg.coldstart_tasks, cfg.bank_temperature)}"
 
     def build(tmp: Path) -> None:
         from lopd.bank import ExperienceBank
@@ -306,7 +306,7 @@ def coldstart_key(cfg: StageConfig, train_cfg: Any, bank: Path, traces: list[Pat
                        lr=cfg.coldstart_lr)
     # the default dtype's key is the one from before the dtype was in it (committed cold starts stay valid)
     dtype = [] if train_cfg.model.dtype == "float32" else [train_cfg.model.dtype]
-    return _key("coldstart", _portable(bank), [_portable(t) for t in traces], asdict(lo.composer),
+    return _key("coldstart", portable_path(bank), [portable_path(t) for t in traces], asdict(lo.composer),
                 asdict(settings), lo.n_retrieved, lo.allow_self_retrieval, framing_text(lo.framing), lo.composer_seed,
                 model_identity(train_cfg.model.path), *dtype)
 

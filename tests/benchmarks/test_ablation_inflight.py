@@ -94,12 +94,13 @@ def test_a_cell_commits_its_runs_in_flight_resumes_them_and_drops_them_with_the_
     monkeypatch.setattr(ab, "ROOT", tmp_path)
     monkeypatch.setattr(ab, "RESULTS", tmp_path / "results")
     proto = ab.load(PROTO, ["demo.jobs=1"])
-    job = ab.selected_jobs(proto, proto.cells[0], ["authors-learned-s3"])[0]
+    cell = proto.cells[0]
+    job = ab.selected_jobs(proto, cell, ["authors-learned-s3"])[0]
     run = ab.run_dir(job)
     assert tmp_path in run.parents
     ck = run / "checkpoints" / "step_000005"
     ck.mkdir(parents=True)
-    line = json.dumps({"step": 5, "generations": 160, "train/loss": 0.5}) + "\n"
+    line = json.dumps({"step": 5, "generations": 160, "train/loss": 0.5, "time/step": 100.0}) + "\n"
     (run / "metrics.jsonl").write_text(line + line.replace('"step": 5', '"step": 6'))
     (run / "traces.jsonl").write_text("")
     (run / "demo_spec.json").write_text(json.dumps({"spec": {}}))
@@ -107,8 +108,10 @@ def test_a_cell_commits_its_runs_in_flight_resumes_them_and_drops_them_with_the_
                                                  "traces_offset": 0}))
     (run / "checkpoints" / "latest").write_text(ck.name + "\n")
 
+    assert "in flight (160 of 1600 gens, on this machine only) authors-learned-s3" in ab.plan_text(proto, [cell])
     ab.commit_inflight([job])
     snap = f"results/inflight/{job['key']}"
+    assert "in flight (160 of 1600 gens, committed) authors-learned-s3" in ab.plan_text(proto, [cell])
     assert f"{snap}/checkpoints/step_000005/trainer.json" in _git(tmp_path, "ls-files")
     n = len(_git(tmp_path, "log", "--oneline").splitlines())
     ab.commit_inflight([job])
@@ -129,6 +132,10 @@ def test_a_cell_commits_its_runs_in_flight_resumes_them_and_drops_them_with_the_
     changes = _git(tmp_path, "show", "--name-status", "--format=", "HEAD").splitlines()
     assert f"A\tresults/{job['cell']}/authors-learned-s3.json" in changes
     assert any(c.startswith(f"D\t{snap}/") for c in changes) and snap not in _git(tmp_path, "ls-files")
+    # the result records the run's speed (100 s a step of 32 generations), and the plan estimates with it
+    assert json.loads(ab.result_path(job).read_text())["timing"]["seconds_per_generation"] == 100.0 * 5 / 160
+    frozen = next(r for r in ab.plan_text(proto, [cell]).splitlines() if "authors-frozen-s3" in r)
+    assert f"~{1600 * 100.0 * 5 / 160 / 3600:.1f} h left at the measured speed" in frozen
     (tmp_path / "stray.txt").write_text("someone's work")
     assert not ab.commit_file(tmp_path / "results" / "inflight" / job["key"], "gone already")
     assert "stray.txt" not in _git(tmp_path, "ls-files")  # a path with nothing to commit takes nothing else

@@ -143,6 +143,21 @@ def test_same_run_takes_a_built_base_by_its_recorded_key_not_its_folder(tmp_path
     assert not same_run(saved, wanted(["learner=grpo", f"model.path={tmp_path / 'no-base'}"]))
 
 
+def test_same_run_finds_the_cached_bank_and_cold_start_wherever_the_cache_lies():
+    """A run resumed on a machine whose cache is elsewhere (a committed ablation snapshot) is the same run;
+    another bank or cold start (another key) is not."""
+    from harness.experiments.demo_runs import wanted
+
+    def ov(cache: str, bank: str = "f8606585bae788d3", cs: str = "8c22dd7fd04e030a") -> list[str]:
+        return ["learner=lopd", f"bank.path={cache}/demo/bank-{bank}/bank",
+                f"lopd.composer_init={cache}/demo/coldstart-{cs}/composer.pt"]
+
+    saved = wanted(ov("/root/.cache/lopd"))
+    assert same_run(saved, wanted(ov("/home/ci/cache")))
+    assert not same_run(saved, wanted(ov("/home/ci/cache", bank="0000000000000000")))
+    assert not same_run(saved, wanted(ov("/root/.cache/lopd", cs="1111111111111111")))
+
+
 def test_same_run_compares_the_resolved_configs_on_the_saved_keys():
     from harness.experiments.demo_runs import wanted
 
