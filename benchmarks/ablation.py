@@ -402,7 +402,10 @@ def commit_inflight(jobs: list[dict[str, Any]]) -> None:
     from benchmarks.ablation_inflight import snapshot
 
     for j in jobs:
-        if is_done(j):
+        if is_done(j):  # a snapshot its result superseded (one another process's older code left) goes
+            if inflight_path(j).exists() or _tracked(inflight_path(j)):
+                shutil.rmtree(inflight_path(j), ignore_errors=True)
+                commit_file(inflight_path(j), f"ablation: {run_name(j)} done, its in-flight snapshot removed")
             continue
         step = snapshot(run_dir(j), inflight_path(j))
         if step is not None and commit_file(inflight_path(j), f"ablation: {run_name(j)} in flight, step {step}"):

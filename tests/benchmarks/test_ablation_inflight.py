@@ -136,6 +136,12 @@ def test_a_cell_commits_its_runs_in_flight_resumes_them_and_drops_them_with_the_
     assert json.loads(ab.result_path(job).read_text())["timing"]["seconds_per_generation"] == 100.0 * 5 / 160
     frozen = next(r for r in ab.plan_text(proto, [cell]).splitlines() if "authors-frozen-s3" in r)
     assert f"~{1600 * 100.0 * 5 / 160 / 3600:.1f} h left at the measured speed" in frozen
+    ab.commit_inflight([job])  # done: nothing to snapshot, and a leftover snapshot is removed
+    assert snap not in _git(tmp_path, "ls-files")
+    shutil.copytree(tmp_path / "runs", tmp_path / "results" / "inflight" / job["key"])  # left by older code
+    _git(tmp_path, "add", "results"), _git(tmp_path, "commit", "-q", "-m", "stale snapshot")
+    ab.commit_inflight([job])
+    assert snap not in _git(tmp_path, "ls-files") and not (tmp_path / snap).exists()
     (tmp_path / "stray.txt").write_text("someone's work")
     assert not ab.commit_file(tmp_path / "results" / "inflight" / job["key"], "gone already")
     assert "stray.txt" not in _git(tmp_path, "ls-files")  # a path with nothing to commit takes nothing else
