@@ -30,17 +30,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
 import time
-from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from benchmarks.run_meta import run_meta  # noqa: E402
 
 
 def _status_mib(field: str) -> float:
@@ -178,10 +178,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{off['step_cpu_s']:6.1f}/{on['step_cpu_s']:<6.1f}   " + ", ".join(
                       f"{c['predicted'][k + '_mib'] / (c[m] - (c['process_mib'] if k == 'total' else 0)):.2f}"
                       for k, m in (("step", "peak_above_mib"), ("total", "peak_mib")) for c in (off, on)), flush=True)
-    meta = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "date": str(date.today()),
-            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "torch_threads": args.threads,
-            "shape": {**QWEN3_4B, "num_hidden_layers": args.layers, "vocab_size": args.vocab},
-            "dtype": args.dtype, "overrides": args.set}
+    meta = run_meta(__file__, argv, torch_threads=args.threads, dtype=args.dtype, overrides=args.set,
+                    shape={**QWEN3_4B, "num_hidden_layers": args.layers, "vocab_size": args.vocab})
     if args.out:
         Path(args.out).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
     return 0 if all("error" not in r["off"] and "error" not in r["on"] for r in rows) else 1

@@ -21,14 +21,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
 import sys
 import time
-from datetime import date
 from pathlib import Path
+
+from benchmarks.run_meta import run_meta
+
 
 LEARNERS = ["grpo", "opsd", "sdpo", "lopd", "sft"]
 PHASES = ["rollout", "context", "teacher", "student", "composer"]
@@ -168,8 +169,7 @@ def main() -> int:
         for pre, what in (("", "wall"), ("cpu_", "CPU")):
             print(f"LOPD / GRPO {what} step time at equal generations: {lo[pre + 'step'] / g[pre + 'step']:.2f}x "
                   f"(update only: {lo[pre + 'update'] / g[pre + 'update']:.2f}x)")
-    meta = {"date": date.today().isoformat(), "machine": platform.platform(), "cpus": os.cpu_count(),
-            "load_avg": os.getloadavg(), "args": {k: v for k, v in vars(args).items() if k != "one"}}
+    meta = run_meta(__file__, None, args={k: v for k, v in vars(args).items() if k != "one"})
     if args.out:
         Path(args.out).write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     return 0

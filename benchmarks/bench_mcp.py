@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
-import shlex
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.run_meta import run_meta  # noqa: E402
 
 
 def _ms(samples: list[float]) -> dict[str, float]:
@@ -95,10 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         mcp.close()
         shop.close()
     result["ratio_step"] = round(result["mcp"]["step"]["median_ms"] / result["in_process"]["step"]["median_ms"], 1)
-    result["meta"] = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                      "machine": f"{platform.machine()}, {platform.python_version()}",
-                      "command": shlex.join(["python", "benchmarks/bench_mcp.py", *(argv or sys.argv[1:])]),
-                      "server": args.server or "envs/mcp/example_server.py"}
+    result["meta"] = run_meta(__file__, argv, server=args.server or "envs/mcp/example_server.py")
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

@@ -24,14 +24,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
 import sys
 import time
-from datetime import date
 from pathlib import Path
+
+from benchmarks.run_meta import run_meta
+
 
 QWEN3_VOCAB = 151_936
 
@@ -238,8 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (work / f"model-{args.vocab}" / "config.json").exists():
         save_wide_model(work / f"model-{args.vocab}", args.vocab)
     results = run_table(args)
-    meta = {"date": date.today().isoformat(), "machine": platform.platform(), "cpus": os.cpu_count(),
-            "args": {k: v for k, v in vars(args).items() if k not in ("one", "tokens_one", "chunk")}}
+    meta = run_meta(__file__, argv, args={k: v for k, v in vars(args).items() if k not in ("one", "tokens_one", "chunk")})
     if args.out:
         Path(args.out).write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     return 0

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
@@ -23,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.run_meta import run_meta  # noqa: E402
 from lopd.composer import QFormer  # noqa: E402
 
 
@@ -68,10 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     shape = (args.d, args.heads, args.latents, args.depth, args.rows, args.tokens, args.repeats)
     fp32 = step_seconds(torch.float32, *shape)
     bf16 = step_seconds(torch.bfloat16, *shape)
-    res = {"cpu": platform.processor() or platform.machine(), "bf16_flags": cpu_flags(), "threads": args.threads,
+    res = {"meta": run_meta(__file__, argv, threads=args.threads), "bf16_flags": cpu_flags(),
            "shape": dict(zip(("d", "heads", "latents", "depth", "rows", "tokens", "repeats"), shape)),
-           "float32_median_s": statistics.median(fp32), "bfloat16_median_s": statistics.median(bf16),
-           "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+           "float32_median_s": statistics.median(fp32), "bfloat16_median_s": statistics.median(bf16)}
     res["bf16_over_fp32"] = res["bfloat16_median_s"] / res["float32_median_s"]
     print(f"QFormer forward+backward, {args.rows} x {args.tokens} tokens, d={args.d}, depth {args.depth}, "
           f"{args.threads} thread(s); bf16 instructions: {res['bf16_flags'] or 'none'}")

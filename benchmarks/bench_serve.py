@@ -13,19 +13,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import shlex
 import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.run_meta import run_meta  # noqa: E402
 
 
 def _actions(env: Any, task_id: str) -> list[str]:
@@ -102,9 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     base = result["in_process"]["steps_per_s"]
     result["ratio_to_in_process"] = {k: round(v["steps_per_s"] / base, 4) for k, v in result.items()
                                      if k.startswith("served")}
-    result["meta"] = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                      "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-                      "command": shlex.join(["python", "benchmarks/bench_serve.py", *(argv or sys.argv[1:])])}
+    result["meta"] = run_meta(__file__, argv)
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

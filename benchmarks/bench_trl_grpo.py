@@ -20,18 +20,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.run_meta import run_meta  # noqa: E402
 
 
 def prompts(env_id: str, n: int) -> list[list[dict]]:
@@ -181,8 +181,7 @@ def main() -> int:
               f"  peak RSS {res[side]['peak_rss_mib']:.0f} MiB", flush=True)
     print(f"ours / TRL median step time: {res['ours']['median_s'] / res['trl']['median_s']:.2f}x wall, "
           f"{res['ours']['median_cpu_s'] / res['trl']['median_cpu_s']:.2f}x CPU")
-    meta = {"date": date.today().isoformat(), "machine": platform.platform(), "cpus": os.cpu_count(),
-            "load_avg": os.getloadavg(), "trl": trl.__version__, "args": {k: v for k, v in vars(args).items()}}
+    meta = run_meta(__file__, None, trl=trl.__version__, args=dict(vars(args)))
     if args.out:
         Path(args.out).write_text(json.dumps({"meta": meta, "results": res}, indent=1))
     return 0

@@ -16,19 +16,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from benchmarks.run_meta import run_meta  # noqa: E402
 
 
 def perturb(model, seed: int) -> None:
@@ -97,10 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         nbytes = sum(t.numel() * t.element_size() for t in model.state_dict().values())
         if getattr(model.config, "tie_word_embeddings", False):
             nbytes += model.get_input_embeddings().weight.numel() * 4  # the untied head both paths send
-        res = {"bench": "weight_sync", "date": str(date.today()), "machine": platform.machine(),
-               "cpus": os.cpu_count(), "python": platform.python_version(), "torch": torch.__version__,
-               "command": "python benchmarks/bench_weight_sync.py " + " ".join(argv or sys.argv[1:]),
-               "layers": args.layers, "vocab": model.config.vocab_size, "hidden": model.config.hidden_size,
+        res = {"bench": "weight_sync", **run_meta(__file__, argv), "layers": args.layers, "vocab": model.config.vocab_size, "hidden": model.config.hidden_size,
                "bytes": nbytes, "rounds": args.rounds, "folder_s": folder, "memory_s": memory,
                "folder_median_s": statistics.median(folder), "memory_median_s": statistics.median(memory)}
         res["speedup"] = res["folder_median_s"] / res["memory_median_s"]
