@@ -5,6 +5,7 @@ resumable from the result files committed under ``benchmarks/results/ablation/``
     python benchmarks/ablation.py --cell learned_vs_frozen        # train what is missing, 2 runs at a time
     python benchmarks/ablation.py --cell learned_vs_frozen --commit   # git-commit each result as it lands
     python benchmarks/ablation.py --cell learned_vs_frozen --only authors-learned-s3  # a subset (another core)
+    python benchmarks/ablation.py --cell learned_vs_frozen --snapshot  # commit the runs in training now
     python benchmarks/ablation.py --table                         # the table, from the committed files only
 
 A result records what determines its run's weights (the pipeline's settings after the recipe's, and the
@@ -13,8 +14,8 @@ every recorded setting is not trained again, on any machine (a setting added to 
 count; a changed value does). Each run trains with the *validation* tasks as its curve (what choices read)
 and is then evaluated once on the *test* tasks (what the table reports); its per-step composer diagnostics
 go into the result too. A run killed midway resumes from its last checkpoint (every 5 steps); with
-``--commit`` that checkpoint is committed too (every 2 hours and on `--snapshot`, :mod:`benchmarks.ablation_inflight`), so a run goes on
-from it in a later session or on another machine.
+``--commit`` that checkpoint is committed too (every 2 hours, and at once with ``--snapshot``;
+:mod:`benchmarks.ablation_inflight`), so the run goes on from it in a later session or on another machine.
 """
 
 from __future__ import annotations
