@@ -413,6 +413,14 @@ def commit_inflight(jobs: list[dict[str, Any]]) -> None:
             print(f"[ablation] committed {run_name(j)} at step {step} ({inflight_path(j)})", flush=True)
 
 
+def exit_on_sigterm() -> None:
+    """Make SIGTERM (``kill``, a job scheduler's stop) exit through Python, so that :func:`committing`'s last
+    commit runs, as it does on Ctrl-C; by default SIGTERM ends the process where it stands."""
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 @contextmanager
 def committing(every_s: float, enabled: bool, commit: Callable[[], None]) -> Iterator[None]:
     """While the body runs, call ``commit`` every ``every_s`` seconds, and once more at the end (also when the
@@ -552,6 +560,8 @@ def main(argv: list[str] | None = None) -> int:
     print(plan_text(proto, cells), flush=True)
     if args.plan or not args.cell:
         return 0
+    if args.commit:
+        exit_on_sigterm()
     with committing(proto.commit_every_minutes * 60, args.commit, lambda: commit_checkpoints(RESULTS / "coldstarts")), \
             committing(proto.inflight_every_minutes * 60, args.commit, lambda: commit_inflight(jobs)):
         for cell in cells:

@@ -151,3 +151,23 @@ def test_only_and_snapshot_need_a_cell(tmp_path):
     for argv in (["--only", "authors-learned-s3"], ["--snapshot"]):
         with pytest.raises(SystemExit):
             ab.main([*argv, "--results", str(tmp_path)])
+
+
+def test_a_terminated_cell_still_makes_its_last_commit(tmp_path):
+    """kill (SIGTERM) exits through Python with --commit, so the commit that ends `committing` runs."""
+    import signal
+    import time
+
+    marker = tmp_path / "committed"
+    code = ("import time, benchmarks.ablation as ab\n"
+            "ab.exit_on_sigterm()\n"
+            f"with ab.committing(999, True, lambda: open({str(marker)!r}, 'a').write('last')):\n"
+            f"    open({str(tmp_path / 'started')!r}, 'w').close()\n"
+            "    time.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    assert marker.read_text() == "last"
