@@ -104,8 +104,8 @@ def test_module_doctests():
     import harness.learners.common as common
     import harness.learners.privileged as privileged
     import harness.metrics as metrics
-    import harness.training.trainer as trainer
+    import harness.training.sampler as sampler
 
-    for mod in (common, privileged, metrics, trainer):
+    for mod in (common, privileged, metrics, sampler):
         result = doctest.testmod(mod)
         assert result.failed == 0 and result.attempted > 0, mod.__name__
