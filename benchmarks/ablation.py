@@ -108,6 +108,10 @@ class AblationProtocol:
     """With ``--commit``: minutes between commits of each training run's newest checkpoint and logs, which a
     later start of the run resumes from. Each adds ~25 MB at micro scale (student, its AdamW state, the
     composer and its state), so rarely; ``--snapshot`` commits them at once, before a session ends."""
+    commit_budget_mib: float = 200.0
+    """With ``--commit`` or ``--snapshot``: the most the session's commits may weigh (:mod:`benchmarks.commit_budget`)
+    before snapshots and cold-start checkpoints stop being committed. A submission over 256 MiB of diffs is
+    refused whole, so this leaves room for the code and the results; a result is always committed."""
 
 
 def load(path: Path, overrides: list[str]) -> AblationProtocol:
@@ -358,11 +362,16 @@ def write_result(job: dict[str, Any], run: dict[str, Any], commit: bool) -> Path
 _GIT = threading.Lock()
 
 
-def commit_file(path: Path, message: str, *more: Path) -> bool:
+def commit_file(path: Path, message: str, *more: Path, budget_mib: float | None = None,
+                reserve: Path | None = None) -> bool:
     """Commit this file or folder (and ``more``, a deleted one included) when it changed (--commit needs the
     result folder inside the repository); returns whether a commit was made. Commits only these paths, so it
     can run in a checkout someone is working in; a git lock held by them is waited out, and a commit that
-    still fails is reported, not raised (the file stays in the working tree and the next commit takes it)."""
+    still fails is reported, not raised (the file stays in the working tree and the next commit takes it).
+    ``budget_mib``: skip the commit (and say so) when the session's commits would weigh more, ``reserve``'s
+    files counted as their deletion to come too (:func:`benchmarks.commit_budget.over_budget`)."""
+    from benchmarks.commit_budget import over_budget
+
     rels = [str(p.relative_to(ROOT)) for p in (path, *more) if p.exists() or _tracked(p)]
     if not rels:
         return False  # nothing there and nothing to delete (and a bare `git add -A --` would take everything)
@@ -372,6 +381,13 @@ def commit_file(path: Path, message: str, *more: Path) -> bool:
             add = subprocess.run(["git", "add", "-A", "--", *rels], cwd=ROOT, capture_output=True, text=True)
             staged = subprocess.run(["git", "diff", "--cached", "--quiet", "--", *rels], cwd=ROOT)
             if add.returncode == 0 and staged.returncode == 0:
+                return False
+            over = add.returncode == 0 and budget_mib is not None and over_budget(
+                ROOT, rels, budget_mib, [str(reserve.relative_to(ROOT))] if reserve else [])
+            if over:
+                subprocess.run(["git", "reset", "-q", "--", *rels], cwd=ROOT, capture_output=True)
+                print(f"[ablation] not committing {rel}: {over}; it stays on this machine", file=sys.stderr,
+                      flush=True)
                 return False
             done = add.returncode == 0 and subprocess.run(
                 ["git", "commit", "-q", "-m", message, "--", *rels], cwd=ROOT, capture_output=True, text=True)
@@ -391,15 +407,16 @@ def _tracked(path: Path) -> bool:
     return bool(out.stdout.strip())
 
 
-def commit_checkpoints(folder: Path) -> None:
-    """Commit the cold-start checkpoints in ``folder`` that changed."""
-    if folder.is_dir() and commit_file(folder, "ablation: cold-start checkpoints"):
+def commit_checkpoints(folder: Path, budget_mib: float | None = None) -> None:
+    """Commit the cold-start checkpoints in ``folder`` that changed (within ``budget_mib``: :func:`commit_file`)."""
+    if folder.is_dir() and commit_file(folder, "ablation: cold-start checkpoints", budget_mib=budget_mib):
         print(f"[ablation] committed the checkpoints in {folder}", flush=True)
 
 
-def commit_inflight(jobs: list[dict[str, Any]]) -> None:
+def commit_inflight(jobs: list[dict[str, Any]], budget_mib: float | None = None) -> None:
     """Snapshot and commit each job's run that has a checkpoint newer than its committed snapshot
-    (:func:`benchmarks.ablation_inflight.snapshot`); also safe beside another process training them."""
+    (:func:`benchmarks.ablation_inflight.snapshot`); also safe beside another process training them. Within
+    ``budget_mib`` (:func:`commit_file`), the snapshots' removal by their results counted in."""
     from benchmarks.ablation_inflight import snapshot
 
     for j in jobs:
@@ -409,7 +426,8 @@ def commit_inflight(jobs: list[dict[str, Any]]) -> None:
                 commit_file(inflight_path(j), f"ablation: {run_name(j)} done, its in-flight snapshot removed")
             continue
         step = snapshot(run_dir(j), inflight_path(j))
-        if step is not None and commit_file(inflight_path(j), f"ablation: {run_name(j)} in flight, step {step}"):
+        if step is not None and commit_file(inflight_path(j), f"ablation: {run_name(j)} in flight, step {step}",
+                                            budget_mib=budget_mib, reserve=RESULTS / "inflight"):
             print(f"[ablation] committed {run_name(j)} at step {step} ({inflight_path(j)})", flush=True)
 
 
@@ -554,16 +572,18 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         ap.error(str(e))
     if args.snapshot:
-        commit_inflight(jobs)
-        commit_checkpoints(RESULTS / "coldstarts")
+        commit_inflight(jobs, proto.commit_budget_mib)
+        commit_checkpoints(RESULTS / "coldstarts", proto.commit_budget_mib)
         return 0
     print(plan_text(proto, cells), flush=True)
     if args.plan or not args.cell:
         return 0
     if args.commit:
         exit_on_sigterm()
-    with committing(proto.commit_every_minutes * 60, args.commit, lambda: commit_checkpoints(RESULTS / "coldstarts")), \
-            committing(proto.inflight_every_minutes * 60, args.commit, lambda: commit_inflight(jobs)):
+    budget = proto.commit_budget_mib
+    with committing(proto.commit_every_minutes * 60, args.commit,
+                    lambda: commit_checkpoints(RESULTS / "coldstarts", budget)), \
+            committing(proto.inflight_every_minutes * 60, args.commit, lambda: commit_inflight(jobs, budget)):
         for cell in cells:
             run_cell(proto, cell, args.commit, args.only)
     return 0

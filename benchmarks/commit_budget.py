@@ -1,0 +1,96 @@
+"""What a working session's commits weigh, so that committing checkpoints never makes its submission too
+large to land.
+
+A session submits the commits after the main it started from, and a submission whose diffs add up to more
+than 256 MiB is refused whole: every result it carried is lost with it (a session of issue #31 was lost so,
+after committing a ~36 MB snapshot of each run in flight every few steps). Snapshots and cold-start
+checkpoints are binary files of 3-36 MB, so ``benchmarks/ablation.py --commit`` weighs each such commit
+first and skips it when the session would pass its budget; results (small JSON) are always committed.
+
+Bytes are counted as a diff of whole files would count them: a file added or deleted counts its size, a
+changed one its old size plus its new (an upper bound for text, the exact count for a binary).
+
+    base = session_base(root)                    # the commit this checkout's main began at
+    committed_bytes(root, base)                  # what the commits since then weigh
+    staged_bytes(root, ["results/inflight/k"])   # what committing the staged paths would add
+    over_budget(root, ["results/inflight/k"], 200.0, ["results/inflight"])  # None, or why not to commit
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+MIB = 1 << 20
+
+
+def _git(root: Path, *args: str, stdin: str | None = None) -> str:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True,
+                          input=stdin).stdout
+
+
+def session_base(root: Path) -> str:
+    """The commit this checkout's current branch started at (the oldest entry of its reflog: where the
+    session's clone or checkout put it); HEAD when the branch has no reflog. A checkout that lives on past a
+    landed submission counts from further back, which errs on the safe side."""
+    branch = _git(root, "symbolic-ref", "-q", "--short", "HEAD").strip() if _on_branch(root) else ""
+    if branch:
+        log = _git(root, "reflog", "show", "--format=%H", f"refs/heads/{branch}", "--").split()
+        if log:
+            return log[-1]
+    return _git(root, "rev-parse", "HEAD").strip()
+
+
+def _on_branch(root: Path) -> bool:
+    return subprocess.run(["git", "symbolic-ref", "-q", "HEAD"], cwd=root, capture_output=True).returncode == 0
+
+
+def blob_bytes(root: Path, ids: Iterable[str]) -> int:
+    """The total size of these blobs (the all-zero id of an absent side counts 0)."""
+    want = [i for i in ids if i and i.strip("0")]
+    if not want:
+        return 0
+    out = _git(root, "cat-file", "--batch-check=%(objectsize)", stdin="\n".join(want) + "\n")
+    return sum(int(x) for x in out.split() if x.isdigit())
+
+
+def _raw_ids(raw: str) -> list[str]:
+    """Old and new blob ids of each line of ``git diff --raw`` output (``:mode mode old new status\\tpath``)."""
+    ids = []
+    for line in raw.splitlines():
+        if line.startswith(":"):
+            fields = line.split("\t", 1)[0].split()
+            ids += fields[2:4]
+    return ids
+
+
+def committed_bytes(root: Path, base: str) -> int:
+    """What the commits after ``base`` up to HEAD weigh (every changed file of every commit, old + new)."""
+    raw = _git(root, "log", "--raw", "--no-renames", "--no-abbrev", "--format=", f"{base}..HEAD", "--")
+    return blob_bytes(root, _raw_ids(raw))
+
+
+def staged_bytes(root: Path, paths: Sequence[str]) -> int:
+    """What committing the staged changes under ``paths`` would add."""
+    raw = _git(root, "diff", "--cached", "--raw", "--no-renames", "--no-abbrev", "--", *paths)
+    return blob_bytes(root, _raw_ids(raw))
+
+
+def indexed_bytes(root: Path, paths: Sequence[str]) -> int:
+    """The size of the files under ``paths`` as staged (what deleting them later would weigh)."""
+    out = _git(root, "ls-files", "-s", "--", *paths)
+    return blob_bytes(root, [line.split()[1] for line in out.splitlines() if line.strip()])
+
+
+def over_budget(root: Path, paths: Sequence[str], budget_mib: float, reserve: Sequence[str] = ()) -> str | None:
+    """Why committing the staged ``paths`` would take the session's commits past ``budget_mib``; None when it
+    would not. ``reserve``: paths whose staged files a later commit deletes (a run's snapshot, when its result
+    lands), so their deletion is counted now."""
+    base = session_base(root)
+    done, adds = committed_bytes(root, base), staged_bytes(root, paths)
+    later = indexed_bytes(root, reserve) if reserve else 0
+    if done + adds + later <= budget_mib * MIB:
+        return None
+    return (f"the commits since {base[:7]} weigh {done / MIB:.1f} MiB, this one would add {adds / MIB:.1f} and "
+            f"removing the snapshots later {later / MIB:.1f}, past the budget of {budget_mib:g} MiB")
