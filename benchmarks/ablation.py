@@ -512,6 +512,9 @@ def run_cell(proto: AblationProtocol, cell: Cell, commit: bool, only: list[str] 
             else:
                 batches.setdefault(tuple(sorted(j["spec"].label for j in js)), []).extend(js)
         for js in batches.values():
+            js = [j for j in js if not is_done(j)]  # another process (--only) may have finished it meanwhile
+            if not js:
+                continue
             seeds, labels = sorted({j["seed"] for j in js}), sorted({j["spec"].label for j in js})
             specs = list({j["spec"].label: j["spec"] for j in js}.values())
             print(f"[ablation] {cell.name}/{recipe}: {', '.join(labels)} on seeds {seeds} ({gens} generations)",

@@ -57,8 +57,10 @@ def table_markdown(proto: Any, results: Path) -> str:
         for row in cell.runs:
             runs = [r for r in res if r["label"] == row.label]
             paper = PAPER.get(row.label, "")
-            if len(runs) < len(row.seeds):
-                out.append(f"| {row.label} | {len(runs)} of {len(row.seeds)} runs done | | | | {paper} |")
+            if len(runs) < len(row.seeds):  # the seeds done so far, without an interval
+                done = ", ".join(f"s{r['seed']}: {np.mean(list(r['test'].values())):.3f}"
+                                 for r in sorted(runs, key=lambda r: r["seed"]))
+                out.append(f"| {row.label} | {len(runs)} of {len(row.seeds)} runs done | {done} | | | {paper} |")
                 continue
             s = row_stats(runs)
             seeds = ", ".join(f"s{k}: {v:.3f}" for k, v in s["per_seed"].items())

@@ -72,6 +72,11 @@ def test_the_table_reports_each_rows_mean_and_interval_and_says_what_is_missing(
     assert s["mean"] == pytest.approx(0.5) and s["lo"] <= 0.5 <= s["hi"] and s["cold_starts"] == [0, 1]
     md = table_markdown(proto, tmp_path)
     assert "| paper-frozen | 0.500 [" in md and "| paper-learned | 0 of 3 runs done |" in md and "0.573" in md
+    learned = [j for j in ab.jobs_of(proto, proto.cells[0]) if j["label"] == "paper-learned"]
+    for j, t in zip([learned[2], learned[0]], tests):
+        _write(j, t, {"0": {"a": 0.0}})
+    md = table_markdown(proto, tmp_path)
+    assert "| paper-learned | 2 of 3 runs done | s1: 1.000, s3: 0.500 |" in md  # the seeds done so far
     png = plot_diagnostics(tmp_path / "learned_vs_frozen", tmp_path / "d.png")
     assert png is not None and png.stat().st_size > 10_000
 
@@ -203,6 +208,19 @@ def test_only_trains_the_named_runs_and_rejects_a_name_the_cell_lacks(tmp_path, 
     cell = proto.cells[0]
     ab.run_cell(proto, cell, commit=False, only=["authors-learned-s3", "paper-frozen-s2"])
     assert sorted(trained) == [("authors-learned-cs0", 3), ("paper-frozen-cs1", 2)]
+    trained.clear()  # a run another process finished while this one trained is not trained again
+    pair = {ab.run_name(j): j for j in ab.jobs_of(proto, cell) if ab.run_name(j) in ("authors-learned-s3",
+                                                                                        "paper-frozen-s2")}
+
+    def finishing_the_other(cfg, specs):  # the other run of the pair lands while this one trains
+        trained.append((specs[0].label, cfg.seeds[0]))
+        other = next(j for j in pair.values() if j["spec"].label != specs[0].label)
+        _write(other, {"t": 1.0}, {"0": {"t": 0.0}})
+        return {"runs": [{"label": specs[0].label, "seed": cfg.seeds[0]}]}
+
+    monkeypatch.setattr(demo, "run_pipeline", finishing_the_other)
+    ab.run_cell(proto, cell, commit=False, only=list(pair))
+    assert len(trained) == 1
     with pytest.raises(ValueError, match="no run.*authors-learned-s9"):
         ab.run_cell(proto, cell, commit=False, only=["authors-learned-s9"])
     with pytest.raises(SystemExit):
