@@ -38,11 +38,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.ablation_table import WINNER  # noqa: E402
+from benchmarks.commits import committing, exit_on_sigterm  # noqa: E402
 from harness.experiments.demo import DemoConfig, RunSpec, copy_config  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "ablation"
-WINNER = "winner"
-"""The recipe name a later cell uses for the recipe whose learned composer wins the first cell on validation."""
 RESULT_VERSION = 1
 DIAGNOSTICS = ("composer/anchor", "composer/delta", "composer/beta", "composer/kl", "composer/grad_norm",
                "composer/lora_grad_norm", "composer/qformer_grad_norm", "composer/drift_kl", "composer/lora_moved",
@@ -108,8 +108,13 @@ class AblationProtocol:
     """With ``--commit``: minutes between commits of each training run's newest checkpoint and logs, which a
     later start of the run resumes from. Each adds ~25 MB at micro scale (student, its AdamW state, the
     composer and its state), so rarely; ``--snapshot`` commits them at once, before a session ends."""
+    winner_guess: str = ""
+    """A recipe to train the later cells with before the first cell has chosen one, so that both cores stay
+    busy while its last runs train. Their results record the recipe in their settings, so they count only
+    if it wins (a result is reused only when its settings agree), and ``--table`` shows a later cell only
+    once the winner is chosen. Empty: a later cell waits for the choice."""
     commit_budget_mib: float = 200.0
-    """With ``--commit`` or ``--snapshot``: the most the session's commits may weigh (:mod:`benchmarks.commit_budget`)
+    """With ``--commit`` or ``--snapshot``: the most the session's commits may weigh (:mod:`benchmarks.commits`)
     before snapshots and cold-start checkpoints stop being committed. A submission over 256 MiB of diffs is
     refused whole, so this leaves room for the code and the results; a result is always committed."""
 
@@ -118,6 +123,8 @@ def load(path: Path, overrides: list[str]) -> AblationProtocol:
     from harness.config import load_config
 
     proto = load_config(AblationProtocol, path, overrides)
+    if proto.winner_guess and proto.winner_guess not in proto.recipes:
+        raise ValueError(f"winner_guess {proto.winner_guess!r} is no recipe; known: {sorted(proto.recipes)}")
     for cell in proto.cells:
         unknown = sorted({r.recipe for r in cell.runs} - set(proto.recipes) - {WINNER})
         if unknown:
@@ -164,9 +171,10 @@ def jobs_of(proto: AblationProtocol, cell: Cell) -> list[dict[str, Any]]:
     return out
 
 
-def winner(proto: AblationProtocol) -> str:
+def winner(proto: AblationProtocol, guess: bool = True) -> str:
     """The recipe whose ``<recipe>-learned`` row of the first cell has the best mean validation AUC over its
-    seeds (mean reward over the validation points after 0), from the committed results."""
+    seeds (mean reward over the validation points after 0), from the committed results. Before every seed of
+    those rows is done: ``proto.winner_guess`` when ``guess`` and it is set, else ValueError."""
     from benchmarks.ablation_table import cell_results, val_auc
 
     first = proto.cells[0]
@@ -176,10 +184,22 @@ def winner(proto: AblationProtocol) -> str:
         runs = [x for x in res if x["label"] == f"{r}-learned"]
         want = next((len(row.seeds) for row in first.runs if row.label == f"{r}-learned"), 0)
         if not runs or len(runs) < want:
+            if guess and proto.winner_guess:
+                return proto.winner_guess
             raise ValueError(f"the winning recipe is read from cell {first.name}: run it first "
                              f"({len(runs)} of {want} {r}-learned results)")
         scores[r] = sum(val_auc(x) for x in runs) / len(runs)
     return max(scores, key=scores.get)
+
+
+def _guessed(proto: AblationProtocol, cell: Cell) -> str | None:
+    """The guessed recipe a later cell is planned on, while the first cell has not chosen; else None."""
+    if proto.winner_guess and any(row.recipe == WINNER for row in cell.runs):
+        try:
+            winner(proto, guess=False)
+        except ValueError:
+            return proto.winner_guess
+    return None
 
 
 def result_path(job: dict[str, Any]) -> Path:
@@ -262,8 +282,10 @@ def plan_text(proto: AblationProtocol, cells: list[Cell]) -> str:
                         f"({j['cfg'].generations} gens{est}) key {j['key']}")
         n_todo = sum(not is_done(j) for j in jobs)
         total += hours
+        ahead = _guessed(proto, cell)
         lines.append(f"{cell.name}: {len(jobs)} runs, {len(jobs) - n_todo} done, {n_todo} to train "
-                     f"({left_gens:,} generations left, ~{hours:.1f} CPU-h) - {cell.description}")
+                     f"({left_gens:,} generations left, ~{hours:.1f} CPU-h) - {cell.description}"
+                     + (f" [ahead of the choice, on winner_guess={ahead}: counted only if it wins]" if ahead else ""))
         lines += rows
     lines.append(f"total to train: ~{total:.1f} CPU-h (+ cold starts and evaluations); at 2 runs at a time "
                  f"~{total / 2:.1f} h of wall time")
@@ -359,52 +381,12 @@ def write_result(job: dict[str, Any], run: dict[str, Any], commit: bool) -> Path
     return path
 
 
-_GIT = threading.Lock()
-
-
 def commit_file(path: Path, message: str, *more: Path, budget_mib: float | None = None,
                 reserve: Path | None = None) -> bool:
-    """Commit this file or folder (and ``more``, a deleted one included) when it changed (--commit needs the
-    result folder inside the repository); returns whether a commit was made. Commits only these paths, so it
-    can run in a checkout someone is working in; a git lock held by them is waited out, and a commit that
-    still fails is reported, not raised (the file stays in the working tree and the next commit takes it).
-    ``budget_mib``: skip the commit (and say so) when the session's commits would weigh more, ``reserve``'s
-    files counted as their deletion to come too (:func:`benchmarks.commit_budget.over_budget`)."""
-    from benchmarks.commit_budget import over_budget
+    """:func:`benchmarks.commits.commit_paths` in this repository (``ROOT``)."""
+    from benchmarks.commits import commit_paths
 
-    rels = [str(p.relative_to(ROOT)) for p in (path, *more) if p.exists() or _tracked(p)]
-    if not rels:
-        return False  # nothing there and nothing to delete (and a bare `git add -A --` would take everything)
-    rel = rels[0]
-    with _GIT:
-        for attempt in range(20):
-            add = subprocess.run(["git", "add", "-A", "--", *rels], cwd=ROOT, capture_output=True, text=True)
-            staged = subprocess.run(["git", "diff", "--cached", "--quiet", "--", *rels], cwd=ROOT)
-            if add.returncode == 0 and staged.returncode == 0:
-                return False
-            over = add.returncode == 0 and budget_mib is not None and over_budget(
-                ROOT, rels, budget_mib, [str(reserve.relative_to(ROOT))] if reserve else [])
-            if over:
-                subprocess.run(["git", "reset", "-q", "--", *rels], cwd=ROOT, capture_output=True)
-                print(f"[ablation] not committing {rel}: {over}; it stays on this machine", file=sys.stderr,
-                      flush=True)
-                return False
-            done = add.returncode == 0 and subprocess.run(
-                ["git", "commit", "-q", "-m", message, "--", *rels], cwd=ROOT, capture_output=True, text=True)
-            if done and done.returncode == 0:
-                return True
-            err = (done.stderr if done else add.stderr).strip()
-            if "index.lock" not in err:
-                break
-            time.sleep(3)
-        print(f"[ablation] could not commit {rel}: {err}", file=sys.stderr, flush=True)
-        return False
-
-
-def _tracked(path: Path) -> bool:
-    out = subprocess.run(["git", "ls-files", "--", str(path.relative_to(ROOT))], cwd=ROOT, capture_output=True,
-                         text=True)
-    return bool(out.stdout.strip())
+    return commit_paths(ROOT, [path, *more], message, budget_mib, reserve)
 
 
 def commit_checkpoints(folder: Path, budget_mib: float | None = None) -> None:
@@ -421,52 +403,13 @@ def commit_inflight(jobs: list[dict[str, Any]], budget_mib: float | None = None)
 
     for j in jobs:
         if is_done(j):  # a snapshot its result superseded (one another process's older code left) goes
-            if inflight_path(j).exists() or _tracked(inflight_path(j)):
-                shutil.rmtree(inflight_path(j), ignore_errors=True)
-                commit_file(inflight_path(j), f"ablation: {run_name(j)} done, its in-flight snapshot removed")
+            shutil.rmtree(inflight_path(j), ignore_errors=True)  # a no-op commit when there was none
+            commit_file(inflight_path(j), f"ablation: {run_name(j)} done, its in-flight snapshot removed")
             continue
         step = snapshot(run_dir(j), inflight_path(j))
         if step is not None and commit_file(inflight_path(j), f"ablation: {run_name(j)} in flight, step {step}",
                                             budget_mib=budget_mib, reserve=RESULTS / "inflight"):
             print(f"[ablation] committed {run_name(j)} at step {step} ({inflight_path(j)})", flush=True)
-
-
-def exit_on_sigterm() -> None:
-    """Make SIGTERM (``kill``, a job scheduler's stop) exit through Python, so that :func:`committing`'s last
-    commit runs, as it does on Ctrl-C; by default SIGTERM ends the process where it stands."""
-    import signal
-
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-
-
-@contextmanager
-def committing(every_s: float, enabled: bool, commit: Callable[[], None]) -> Iterator[None]:
-    """While the body runs, call ``commit`` every ``every_s`` seconds, and once more at the end (also when the
-    body fails): a long cold start or run then goes on from the last commit on another machine. A commit
-    that fails is reported and tried again next time, never raised into the body."""
-    if not enabled:
-        yield
-        return
-    stop = threading.Event()
-
-    def guarded() -> None:
-        try:
-            commit()
-        except Exception as e:  # noqa: BLE001 - a failed snapshot must not stop the training it watches
-            print(f"[ablation] commit failed: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
-
-    def loop() -> None:
-        while not stop.wait(every_s):
-            guarded()
-
-    thread = threading.Thread(target=loop, daemon=True, name="commits")
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
-        guarded()
 
 
 def run_name(job: dict[str, Any]) -> str:
@@ -561,7 +504,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.table:
         from benchmarks.ablation_table import plot_diagnostics, table_markdown
 
-        print(table_markdown(proto, RESULTS))
+        try:
+            chosen = winner(proto, guess=False)
+        except ValueError:
+            chosen = None
+        print(table_markdown(proto, RESULTS, chosen))
         for cell in proto.cells:
             png = plot_diagnostics(RESULTS / cell.name, RESULTS / cell.name / "diagnostics.png")
             if png:

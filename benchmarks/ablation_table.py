@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+WINNER = "winner"
+"""The recipe name a later cell uses for the recipe whose learned composer wins the first cell on validation."""
 PAPER = {"paper-frozen": 0.573, "authors-frozen": 0.573, "m0": 0.551, "m0.05": 0.637, "m0.2": 0.613,
          "latents8": 0.56, "latents16": 0.56, "latents32": 0.637, "retrieve1": 0.605, "retrieve3": 0.637}
 """The paper's EnvScaler numbers for the matching rows (Qwen3-4B; ../shared/PAPER.md, METHOD.md)."""
@@ -46,11 +48,19 @@ def row_stats(runs: list[dict[str, Any]], n_boot: int = 2000) -> dict[str, Any]:
             "per_seed": {r["seed"]: round(float(np.mean(list(r["test"].values()))), 4) for r in runs}}
 
 
-def table_markdown(proto: Any, results: Path) -> str:
-    """Every cell of ``proto`` as a markdown table; a row without results says how many are missing."""
+def table_markdown(proto: Any, results: Path, chosen: str | None = None) -> str:
+    """Every cell of ``proto`` as a markdown table; a row without results says how many are missing. A later
+    cell (its rows' recipe :data:`WINNER`) shows only ``chosen``'s results: the first cell's choice of recipe,
+    None while it has not chosen."""
     out = []
     for cell in proto.cells:
         res = cell_results(results / cell.name)
+        if any(row.recipe == WINNER for row in cell.runs):
+            if chosen is None:  # runs trained ahead on a guess are no result until the first cell confirms it
+                out += [f"### {cell.name}", "", cell.description, "", "Not reported yet: the first cell has not "
+                        f"chosen its recipe; {len(res)} of its runs were trained ahead on a guess.", ""]
+                continue
+            res = [r for r in res if r.get("recipe") == chosen]
         out += [f"### {cell.name}", "", cell.description, "",
                 "| row | test reward [95% CI] | per seed | cold starts | val AUC | paper |",
                 "| --- | --- | --- | --- | --- | --- |"]

@@ -62,6 +62,27 @@ def test_the_later_cells_wait_for_cell_one_then_take_the_recipe_that_wins_on_val
     assert {j["recipe"] for j in ab.jobs_of(proto, proto.cells[1])} == {"authors"}
 
 
+def test_later_cells_run_ahead_on_a_guess_that_counts_only_once_cell_one_confirms_it(proto, tmp_path):
+    ahead = ab.load(PROTO, ["winner_guess=paper"])
+    with pytest.raises(ValueError, match="no recipe"):
+        ab.load(PROTO, ["winner_guess=nope"])
+    guessed = [j for j in ab.jobs_of(ahead, ahead.cells[1]) if j["label"] == "m0"]
+    assert {j["recipe"] for j in guessed} == {"paper"}
+    assert "[ahead of the choice, on winner_guess=paper" in ab.plan_text(ahead, [ahead.cells[1]])
+    for j in guessed:
+        _write(j, {"t": 1.0}, {"0": {"t": 0.0}})
+        assert ab.is_done(j)
+    md = table_markdown(ahead, tmp_path, None)
+    assert "Not reported yet: the first cell has not chosen its recipe; 3 of its runs" in md
+    for j in ab.jobs_of(proto, proto.cells[0]):  # then the authors' recipe wins cell 1 on validation
+        if j["label"].endswith("-learned"):
+            _write(j, {"t": 0.5}, {"0": {"t": 0.0}, "320": {"t": 0.9 if j["recipe"] == "authors" else 0.1}})
+    assert ab.winner(ahead) == "authors" and "ahead of the choice" not in ab.plan_text(ahead, [ahead.cells[1]])
+    m0 = [j for j in ab.jobs_of(ahead, ahead.cells[1]) if j["label"] == "m0"]
+    assert not any(ab.is_done(j) for j in m0)  # the guess's runs are not the winner's: trained anew
+    assert "| m0 | 0 of 3 runs done |" in table_markdown(ahead, tmp_path, "authors")
+
+
 def test_the_table_reports_each_rows_mean_and_interval_and_says_what_is_missing(proto, tmp_path):
     jobs = [j for j in ab.jobs_of(proto, proto.cells[0]) if j["label"] == "paper-frozen"]
     tests = [{"a": 1.0, "b": 0.0}, {"a": 1.0, "b": 1.0}, {"a": 0.0, "b": 0.0}]

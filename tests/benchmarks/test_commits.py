@@ -1,4 +1,4 @@
-"""benchmarks/commit_budget.py: a session's commits are weighed from where its checkout began, and
+"""benchmarks/commits.py: a session's commits are weighed from where its checkout began, and
 --commit skips a checkpoint that would take them past the budget, never a result."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import benchmarks.ablation as ab
-from benchmarks.commit_budget import MIB, committed_bytes, over_budget, session_base, staged_bytes
+from benchmarks.commits import MIB, committed_bytes, over_budget, session_base, staged_bytes
 
 
 def _git(root: Path, *a: str) -> str:
