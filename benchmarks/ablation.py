@@ -232,20 +232,29 @@ def is_done(job: dict[str, Any]) -> bool:
     return path.is_file() and same_settings(json.loads(path.read_text()), job)
 
 
-def reuse(job: dict[str, Any], commit: bool) -> Path | None:
+def reusable(job: dict[str, Any]) -> Path | None:
     """A result of the same run under another row or cell (the margin cell's m = 0.05 is cell 1's learned
-    row), copied to the job's own file with its provenance; None when there is none."""
+    row), or None."""
     for path in sorted(RESULTS.glob("*/*.json")):
-        saved = json.loads(path.read_text())
-        if path != result_path(job) and "test" in saved and same_settings(saved, job):
-            dst = result_path(job)
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            dst.write_text(json.dumps({**saved, "cell": job["cell"], "label": job["label"],
-                                       "reused_from": str(path.relative_to(RESULTS))}, indent=1, sort_keys=True) + "\n")
-            if commit:
-                commit_file(dst, f"ablation: {job['cell']} {job['label']} seed {job['seed']} (reused)")
-            return dst
+        if path != result_path(job):
+            saved = json.loads(path.read_text())
+            if "test" in saved and same_settings(saved, job):
+                return path
     return None
+
+
+def reuse(job: dict[str, Any], commit: bool) -> Path | None:
+    """:func:`reusable`'s result copied to the job's own file with its provenance; None when there is none."""
+    path = reusable(job)
+    if path is None:
+        return None
+    dst = result_path(job)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_text(json.dumps({**json.loads(path.read_text()), "cell": job["cell"], "label": job["label"],
+                               "reused_from": str(path.relative_to(RESULTS))}, indent=1, sort_keys=True) + "\n")
+    if commit:
+        commit_file(dst, f"ablation: {job['cell']} {job['label']} seed {job['seed']} (reused)")
+    return dst
 
 
 def trained_so_far(job: dict[str, Any]) -> tuple[int, str]:
@@ -259,37 +268,47 @@ def trained_so_far(job: dict[str, Any]) -> tuple[int, str]:
 
 def plan_text(proto: AblationProtocol, cells: list[Cell]) -> str:
     """Every run of ``cells`` with its state, and the hours left: each recipe's measured seconds per
-    generation where a committed result records them, else ``cpu_minutes_per_1000``."""
-    lines, total = [], 0.0
+    generation where a committed result records them, else ``cpu_minutes_per_1000``. A run that another row
+    or cell shares (the same settings) is counted once."""
+    lines, total, planned = [], 0.0, {}
     for cell in cells:
         try:
             jobs = jobs_of(proto, cell)
         except ValueError as e:  # a later cell whose recipe is not chosen yet
             lines.append(f"{cell.name}: not planned yet: {e}")
             continue
-        rows, hours, left_gens = [], 0.0, 0
+        rows, hours, left_gens, n_todo = [], 0.0, 0, 0
         for j in jobs:
-            state, gens = ("done", 0) if is_done(j) else ("todo", j["cfg"].generations)
-            if state == "todo":
-                done, where = trained_so_far(j)
-                if done > 0:
-                    state, gens = f"in flight ({done} of {gens} gens, {where})", gens - done
+            state, gens = _state(j, planned)
+            planned.setdefault(j["key"], run_name(j))
             spg = seconds_per_generation(j)
             h = gens * (spg if spg else proto.cpu_minutes_per_1000 * 60 / 1000) / 3600
-            hours, left_gens = hours + h, left_gens + gens
+            hours, left_gens, n_todo = hours + h, left_gens + gens, n_todo + (gens > 0)
             est = f"; ~{h:.1f} h left at the {'measured' if spg else 'assumed'} speed" if gens else ""
             rows.append(f"  {state} {run_name(j)}: {j['label']} seed {j['seed']} cold start {j['composer_seed']} "
                         f"({j['cfg'].generations} gens{est}) key {j['key']}")
-        n_todo = sum(not is_done(j) for j in jobs)
         total += hours
         ahead = _guessed(proto, cell)
-        lines.append(f"{cell.name}: {len(jobs)} runs, {len(jobs) - n_todo} done, {n_todo} to train "
+        lines.append(f"{cell.name}: {len(jobs)} runs, {len(jobs) - n_todo} done or shared, {n_todo} to train "
                      f"({left_gens:,} generations left, ~{hours:.1f} CPU-h) - {cell.description}"
                      + (f" [ahead of the choice, on winner_guess={ahead}: counted only if it wins]" if ahead else ""))
         lines += rows
     lines.append(f"total to train: ~{total:.1f} CPU-h (+ cold starts and evaluations); at 2 runs at a time "
                  f"~{total / 2:.1f} h of wall time")
     return "\n".join(lines)
+
+
+def _state(job: dict[str, Any], planned: dict[str, str]) -> tuple[str, int]:
+    """A run's state in the plan and the generations it has left; ``planned``: key -> the run planned first."""
+    if is_done(job):
+        return "done", 0
+    if (src := reusable(job)) is not None:
+        return f"shared ({src.relative_to(RESULTS).with_suffix('')})", 0
+    if job["key"] in planned:
+        return f"shared ({planned[job['key']]}, planned above)", 0
+    done, where = trained_so_far(job)
+    gens = job["cfg"].generations
+    return (f"in flight ({done} of {gens} gens, {where})", gens - done) if done > 0 else ("todo", gens)
 
 
 def test_rewards(run_dir: Path, cfg: DemoConfig) -> dict[str, float]:
@@ -455,7 +474,9 @@ def run_cell(proto: AblationProtocol, cell: Cell, commit: bool, only: list[str] 
             else:
                 batches.setdefault(tuple(sorted(j["spec"].label for j in js)), []).extend(js)
         for js in batches.values():
-            js = [j for j in js if not is_done(j)]  # another process (--only) may have finished it meanwhile
+            # another process (--only), or an earlier batch of the same run under another row, may have
+            # finished it meanwhile
+            js = [j for j in js if not is_done(j) and reuse(j, commit) is None]
             if not js:
                 continue
             seeds, labels = sorted({j["seed"] for j in js}), sorted({j["spec"].label for j in js})

@@ -110,10 +110,31 @@ def test_a_run_another_cell_already_trained_is_reused_with_its_provenance(proto,
             _write(j, {"t": 0.5}, {"0": {"t": 0.0}, "320": {"t": 0.9 if j["recipe"] == "paper" else 0.1}})
     margin = [j for j in ab.jobs_of(proto, proto.cells[1]) if j["label"] == "m0.05"]
     m0 = [j for j in ab.jobs_of(proto, proto.cells[1]) if j["label"] == "m0"]
+    plan = ab.plan_text(proto, [proto.cells[1]])
+    assert "shared (learned_vs_frozen/paper-learned-s1) m0.05-s1" in plan and "todo m0-s1" in plan
+    assert "9 runs, 3 done or shared, 6 to train (9,600 generations left" in plan
     assert all(ab.reuse(j, commit=False) for j in margin) and not any(ab.reuse(j, commit=False) for j in m0)
     got = json.loads(ab.result_path(margin[0]).read_text())
     assert got["label"] == "m0.05" and got["reused_from"] == "learned_vs_frozen/paper-learned-s1.json"
     assert all(ab.is_done(j) for j in margin)
+
+
+def test_two_rows_of_one_run_in_a_cell_are_planned_and_trained_once(tmp_path, monkeypatch):
+    """latents32 and retrieve3 are both the recipe's defaults: on seed 2 (cold start 0) they are one run."""
+    import harness.experiments.demo as demo
+
+    monkeypatch.setattr(ab, "RESULTS", tmp_path)
+    proto = ab.load(PROTO, ["demo.jobs=1", "winner_guess=paper"])
+    cell = proto.cells[2]
+    assert "shared (latents32-s2, planned above) retrieve3-s2" in ab.plan_text(proto, [cell])
+    trained = []
+    monkeypatch.setattr(demo, "run_pipeline", lambda cfg, specs: trained.append(specs[0].label)
+                        or {"runs": [{"label": specs[0].label, "seed": cfg.seeds[0]}]})
+    monkeypatch.setattr(ab, "write_result", lambda j, run, commit: _write(j, {"t": 1.0}, {"0": {"t": 0.0}}))
+    ab.run_cell(proto, cell, commit=False, only=["latents32-s2", "retrieve3-s2"])
+    assert trained == ["latents32-cs0"]
+    got = json.loads((tmp_path / cell.name / "retrieve3-s2.json").read_text())
+    assert got["reused_from"] == f"{cell.name}/latents32-s2.json"
 
 
 def test_the_table_pairs_learned_with_frozen_seed_by_seed(proto, tmp_path):
