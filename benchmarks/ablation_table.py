@@ -17,8 +17,9 @@ import numpy as np
 
 WINNER = "winner"
 """The recipe name a later cell uses for the recipe whose learned composer wins the first cell on validation."""
-PAPER = {"paper-frozen": 0.573, "authors-frozen": 0.573, "m0": 0.551, "m0.05": 0.637, "m0.2": 0.613,
-         "latents8": 0.56, "latents16": 0.56, "latents32": 0.637, "retrieve1": 0.605, "retrieve3": 0.637}
+PAPER = {"paper-learned": 0.637, "authors-learned": 0.637, "paper-frozen": 0.573, "authors-frozen": 0.573,
+         "m0": 0.551, "m0.05": 0.637, "m0.2": 0.613, "latents8": 0.56, "latents16": 0.56, "latents32": 0.637,
+         "retrieve1": 0.605, "retrieve3": 0.637}
 """The paper's EnvScaler numbers for the matching rows (Qwen3-4B; ../shared/PAPER.md, METHOD.md)."""
 
 
@@ -76,8 +77,53 @@ def table_markdown(proto: Any, results: Path, chosen: str | None = None) -> str:
             seeds = ", ".join(f"s{k}: {v:.3f}" for k, v in s["per_seed"].items())
             out.append(f"| {row.label} | {s['mean']:.3f} [{s['lo']:.3f}, {s['hi']:.3f}] | {seeds} | "
                        f"{s['cold_starts']} | {s['val_auc']:.3f} | {paper} |")
-        out += paired_lines(cell, res) + [""]
+        out += paired_lines(cell, res) + [""] + collapse_lines(cell, res)
     return "\n".join(out)
+
+
+STEPS = (1, 2, 5, 10, 20, 30, 40, 50)
+"""The steps :func:`collapse_lines` tabulates (the plot has every step)."""
+
+
+def collapse_lines(cell: Any, res: list[dict[str, Any]]) -> list[str]:
+    """Where a learned composer falls behind its frozen pair, in numbers beside the plot: for each recipe with
+    learned and frozen results, the validation reward of both at every evaluation point (mean over the seeds
+    done in both rows), then the learned row's diagnostics at :data:`STEPS` (mean over its seeds)."""
+    out = []
+    for row in cell.runs:
+        if not row.label.endswith("-learned"):
+            continue
+        frozen = f"{row.label[: -len('-learned')]}-frozen"
+        a = {r["seed"]: r for r in res if r["label"] == row.label}
+        b = {r["seed"]: r for r in res if r["label"] == frozen}
+        seeds = sorted(set(a) & set(b))
+        if not seeds:
+            continue
+        gens = sorted({int(g) for s in seeds for g in a[s]["val"]} & {int(g) for s in seeds for g in b[s]["val"]})
+        val = [[float(np.mean([np.mean(list(x[s]["val"][str(g)].values())) for s in seeds if str(g) in x[s]["val"]]))
+                for g in gens] for x in (a, b)]
+        out += [f"{row.label} against {frozen}, seeds {seeds}: validation reward by generations", "",
+                "| generations | " + " | ".join(str(g) for g in gens) + " |", "| --- |" + " --- |" * len(gens),
+                *[f"| {name} | " + " | ".join(f"{v:.3f}" for v in vs) + " |" for name, vs in
+                  (("learned", val[0]), ("frozen", val[1]),
+                   ("learned - frozen", [x - y for x, y in zip(*val)]))], ""]
+        runs = list(a.values())
+        keys = [k for k, _ in PANELS]
+        rows = []
+        for step in STEPS:
+            at = [d for r in runs for d in r["diagnostics"] if int(d["step"]) == step]
+            if at:
+                rows.append(f"| {step} | " + " | ".join(_mean_cell([d.get(k) for d in at]) for k in keys) + " |")
+        if rows:
+            out += [f"{row.label}: per-step diagnostics, mean over seeds {sorted(a)}", "",
+                    "| step | " + " | ".join(title for _, title in PANELS) + " |", "| --- |" + " --- |" * len(keys),
+                    *rows, ""]
+    return out
+
+
+def _mean_cell(values: list[Any]) -> str:
+    got = [float(v) for v in values if v is not None]
+    return f"{np.mean(got):.3g}" if got else ""
 
 
 def paired_lines(cell: Any, res: list[dict[str, Any]]) -> list[str]:

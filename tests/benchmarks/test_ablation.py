@@ -95,9 +95,13 @@ def test_the_table_reports_each_rows_mean_and_interval_and_says_what_is_missing(
     assert "| paper-frozen | 0.500 [" in md and "| paper-learned | 0 of 3 runs done |" in md and "0.573" in md
     learned = [j for j in ab.jobs_of(proto, proto.cells[0]) if j["label"] == "paper-learned"]
     for j, t in zip([learned[2], learned[0]], tests):
-        _write(j, t, {"0": {"a": 0.0}})
+        _write(j, t, {"0": {"a": 0.0}, "320": {"a": 0.25}})
     md = table_markdown(proto, tmp_path)
     assert "| paper-learned | 2 of 3 runs done | s1: 1.000, s3: 0.500 |" in md  # the seeds done so far
+    # where the learned composer falls behind, in numbers: validation by generations, the diagnostics by step
+    assert "paper-learned against paper-frozen, seeds [1, 3]" in md
+    assert "| learned | 0.000 | 0.250 |" in md and "| frozen | 0.000 | 0.500 |" in md
+    assert "| learned - frozen | 0.000 | -0.250 |" in md
     png = plot_diagnostics(tmp_path / "learned_vs_frozen", tmp_path / "d.png")
     assert png is not None and png.stat().st_size > 10_000
 
@@ -144,6 +148,8 @@ def test_the_table_pairs_learned_with_frozen_seed_by_seed(proto, tmp_path):
             _write(j, {"a": hit, "b": hit}, {"0": {"a": 0.0}, "320": {"a": 0.5}})
     md = table_markdown(proto, tmp_path)
     assert "paper: learned minus frozen -1.000 [-1.000, -1.000] (p = 0.00; seeds [1, 2, 3]" in md
+    assert "| learned - frozen | 0.000 | 0.000 |" in md  # validation by generations: 0 and 320
+    assert "paper-learned: per-step diagnostics" not in md  # these results record none
     assert "authors: learned minus frozen" not in md  # no complete pair of rows
 
 
