@@ -33,12 +33,12 @@ import torch
 
 from harness.distributed import sum_floats
 from harness.learners.base import Learner, LearnerContext, StepBatch
-from harness.learners.common import TeacherSide, Timer, distill_tokens, pad_id, pad_rows, seq_count
+from harness.learners.common import TeacherSide, Timer, distill_tokens, pad_id, pad_rows
 from harness.learners.latent_teacher import (latent_teacher_at, latent_teacher_hidden, latent_teacher_topk,
-                                             served_latent_teacher, teacher_rows)
+                                             served_latent_teacher)
+from harness.learners.lopd_composer import build_composer, compose_latents, composer_backward, composer_step
 from harness.learners.lopd_drift import DriftProbe, drift_metrics
-from harness.learners.lopd_composer import (build_composer, compose_latents, composer_backward, composer_step,
-                                            scope_tokens)
+from harness.learners.lopd_rows import MicroBatch, StepRows, step_rows
 from harness.learners.privileged import grow_bank, load_bank, make_embedder, retrieve_texts
 from lopd.config import LOPDConfig
 from lopd.losses import masked_sum, reduce_tokens
@@ -65,43 +65,6 @@ class LOPDLearnerConfig(LOPDConfig):
 
 
 _SUMS = ("kl_tok", "c_loss", "c_kl", "delta", "delta_w", "count", "anchor")  # per micro-batch, added over ranks
-
-
-@dataclass
-class _Step:
-    """One step's rollouts in training form, and the global counts every micro-batch normalises by."""
-
-    rollouts: list
-    tasks: dict[str, Any]
-    exps: dict[str, list[str]]
-    """Retrieved experience texts per task id (emptied where the teacher keeps the plain prompt)."""
-    s_rows: list[list[int]]
-    s_masks: list[list[int]]
-    t_rows: list[list[int]]
-    t_masks: list[list[int]]
-    t_pos: list[list[int]]
-    """Latent placeholder positions in each teacher row."""
-    scope: list[list[int]]
-    """Per student token: does the composer's kl_i and Delta_i count it (``margin.token_scope``)."""
-    keep: list[bool]  # per rollout: supervised? (not when nothing was retrieved and unretrieved=drop)
-    rewards: torch.Tensor
-    n_tok: float
-    n_seq: float
-    n_roll: float
-    beta: float
-
-
-@dataclass
-class _Micro:
-    """One micro-batch: its rows of the step, their latents and anchors, and the aligned supervision."""
-
-    idx: list[int]
-    lats: list[torch.Tensor]
-    anchors: list[Any]
-    al: Any
-    """:func:`~lopd.supervision.align_supervision` of the rows."""
-    mask: torch.Tensor
-    targets: torch.Tensor
 
 
 class LOPDLearner(Learner[LOPDLearnerConfig]):
@@ -133,7 +96,7 @@ class LOPDLearner(Learner[LOPDLearnerConfig]):
         with timer("retrieval"):
             tasks = {r.task.task_id: r.task for r in rs}
             exps = dict(zip(tasks, self.retrieve(list(tasks.values()))))
-        step = self._step_rows(rs, tasks, exps)
+        step = step_rows(ctx, self.cfg, self.composer.n_latents, rs, tasks, exps, self._pieces, self.dual.value)
         self.optimizer.zero_grad(set_to_none=True)
         lengths = [max(len(s), len(t)) for s, t in zip(step.s_rows, step.t_rows)]
         sums = ctx.accumulate(lengths, lambda k, idx: self._micro_batch(step, idx, timer), _SUMS,
@@ -157,24 +120,7 @@ class LOPDLearner(Learner[LOPDLearnerConfig]):
                 "composer/beta": step.beta, "composer/beta_next": self.dual.value,
                 "no_latent_frac": no_ctx / max(n_all, 1.0), "bank_size": float(len(self.bank)), **out, **timer.metrics()}
 
-    def _step_rows(self, rs: list, tasks: dict, exps: dict[str, list[str]]) -> _Step:
-        """Student rows and teacher rows (latent placeholders where experiences were retrieved; a task
-        without any, or whose text holds the sentinel, keeps the plain prompt, or is dropped)."""
-        ctx, cfg = self.ctx, self.cfg
-        t_rows, t_masks, t_pos = teacher_rows(ctx.tokenizer, rs, exps, self.composer.n_latents,
-                                              cfg.framing, ctx.template_kwargs)
-        s_rows, s_masks = [r.traj.token_ids for r in rs], [r.traj.loss_mask for r in rs]
-        keep = [bool(p) or cfg.unretrieved == "plain_teacher" for p in t_pos]
-        s_masks = [m if k else [0] * len(m) for m, k in zip(s_masks, keep)]
-        t_masks = [m if k else [0] * len(m) for m, k in zip(t_masks, keep)]
-        scope = scope_tokens(ctx.tokenizer, s_rows, s_masks, cfg.margin.token_scope, self._pieces)
-        n_tok, n_seq, n_roll = sum_floats([sum(map(sum, s_masks)), seq_count(s_masks), sum(keep)], ctx.dist)
-        rewards = torch.tensor([min(max(r.reward, 0.0), 1.0) for r in rs])
-        # the loss uses beta from before this step's dual update
-        return _Step(rs, tasks, exps, s_rows, s_masks, t_rows, t_masks, t_pos, scope, keep, rewards, n_tok, n_seq,
-                     n_roll, self.dual.value)
-
-    def _micro_batch(self, step: _Step, idx: list[int], timer: Timer) -> tuple[torch.Tensor, dict[str, float]]:
+    def _micro_batch(self, step: StepRows, idx: list[int], timer: Timer) -> tuple[torch.Tensor, dict[str, float]]:
         """Compose the micro-batch's latents, score the teacher, return the student's loss, and run the
         composer's backward: here (``teacher_graph=with_student``), or after the student's backward in
         :meth:`_after_backward` (``after_student``, which reruns the teacher with its graph). A task's
@@ -185,7 +131,7 @@ class LOPDLearner(Learner[LOPDLearnerConfig]):
                                       ids, self.cfg, timer)
         al = align_supervision([step.s_rows[i] for i in idx], [step.s_masks[i] for i in idx],
                                [step.t_rows[i] for i in idx], [step.t_masks[i] for i in idx])
-        mb = _Micro(idx, [lat[rs[i].task.task_id] for i in idx], [anchor[rs[i].task.task_id] for i in idx], al,
+        mb = MicroBatch(idx, [lat[rs[i].task.task_id] for i in idx], [anchor[rs[i].task.task_id] for i in idx], al,
                     al.mask.to(ctx.device), al.targets.to(ctx.device))
         later = cfg.train_composer and not self._served_teacher() and cfg.teacher_graph == "after_student"
         side, t_top, t_tgt = self._teacher(step, mb, timer, graph=cfg.train_composer and not later)
@@ -213,12 +159,12 @@ class LOPDLearner(Learner[LOPDLearnerConfig]):
                                              self.ctx.scorer.logits_chunk)
         return self._composer_backward(step, mb, TokenLogProbs(t_top, t_tgt), s_logp, timer)
 
-    def _teacher_hidden(self, step: _Step, mb: _Micro) -> torch.Tensor:
+    def _teacher_hidden(self, step: StepRows, mb: MicroBatch) -> torch.Tensor:
         t_ids, t_attn = pad_rows([step.t_rows[i] for i in mb.idx], pad_id(self.ctx.tokenizer), self.ctx.device)
         return latent_teacher_hidden(self.composer, t_ids, t_attn, [step.t_pos[i] for i in mb.idx],
                                      [x if x.numel() else None for x in mb.lats], mb.al.teacher_pos, mb.al.mask)
 
-    def _teacher(self, step: _Step, mb: _Micro, timer: Timer,
+    def _teacher(self, step: StepRows, mb: MicroBatch, timer: Timer,
                  graph: bool) -> tuple[TeacherSide, torch.Tensor, torch.Tensor]:
         """What the student needs of the latent teacher, and its log-probs at its top-k and at the sampled
         tokens (with gradients into the latents when ``graph``)."""
@@ -236,7 +182,7 @@ class LOPDLearner(Learner[LOPDLearnerConfig]):
                 return latent_teacher_topk(self.composer, self._teacher_hidden(step, mb), mb.targets,
                                            cfg.distill.top_k, self.ctx.scorer.logits_chunk, cfg.distill.full_vocab)
 
-    def _composer_backward(self, step: _Step, mb: _Micro, teacher: TokenLogProbs, s_logp: torch.Tensor,
+    def _composer_backward(self, step: StepRows, mb: MicroBatch, teacher: TokenLogProbs, s_logp: torch.Tensor,
                            timer: Timer) -> dict[str, float]:
         """The composer's loss over the micro-batch's kept rollouts and its backward (through the teacher
         into the latents, the QFormer and the LoRA); its additive metrics."""

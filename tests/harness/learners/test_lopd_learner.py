@@ -7,6 +7,7 @@ import torch
 from learner_fixtures import make_trainer
 
 from harness.learners.latent_teacher import latent_teacher_logits, latent_teacher_prompt
+from harness.learners.lopd_rows import step_rows
 from lopd.latent import LATENT_SENTINEL, placeholder_token_id
 
 
@@ -160,8 +161,11 @@ def test_frozen_composer_teacher_scored_by_an_engine_equals_in_process(tmp_path,
             tr.ctx.teacher_engine = HFEngine(tr.ctx.frozen_copy(), tr.tokenizer)
         assert tr.learner._served_teacher() == served
         batch, _ = tr.collect(1)
-        assert any(p for p in tr.learner._step_rows(batch.rollouts, {r.task.task_id: r.task for r in batch.rollouts},
-                                                    {r.task.task_id: ["x"] for r in batch.rollouts}).t_pos)
+        lrn = tr.learner
+        rows = step_rows(lrn.ctx, lrn.cfg, lrn.composer.n_latents, batch.rollouts,
+                         {r.task.task_id: r.task for r in batch.rollouts},
+                         {r.task.task_id: ["x"] for r in batch.rollouts}, {}, 0.0)
+        assert any(p for p in rows.t_pos)
         m = tr.learner.train_step(batch)
         runs.append((m, {k: v.detach().clone() for k, v in tr.student.named_parameters()}))
         tr.close()
