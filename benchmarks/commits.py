@@ -41,16 +41,10 @@ def session_base(root: Path) -> str:
     """The commit this checkout's current branch started at (the oldest entry of its reflog: where the
     session's clone or checkout put it); HEAD when the branch has no reflog. A checkout that lives on past a
     landed submission counts from further back, which errs on the safe side."""
-    branch = _git(root, "symbolic-ref", "-q", "--short", "HEAD").strip() if _on_branch(root) else ""
-    if branch:
-        log = _git(root, "reflog", "show", "--format=%H", f"refs/heads/{branch}", "--").split()
-        if log:
-            return log[-1]
-    return _git(root, "rev-parse", "HEAD").strip()
-
-
-def _on_branch(root: Path) -> bool:
-    return subprocess.run(["git", "symbolic-ref", "-q", "HEAD"], cwd=root, capture_output=True).returncode == 0
+    branch = subprocess.run(["git", "symbolic-ref", "-q", "HEAD"], cwd=root, capture_output=True,
+                            text=True).stdout.strip()  # empty on a detached HEAD
+    log = _git(root, "reflog", "show", "--format=%H", branch, "--").split() if branch else []
+    return log[-1] if log else _git(root, "rev-parse", "HEAD").strip()
 
 
 def blob_bytes(root: Path, ids: Iterable[str]) -> int:

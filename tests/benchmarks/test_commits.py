@@ -43,6 +43,8 @@ def test_the_commits_since_the_clone_weigh_each_changed_file_old_and_new(repo):
     _git(repo, "rm", "-q", "snap.bin"), _git(repo, "commit", "-q", "-m", "delete")
     assert committed_bytes(repo, landed) == MIB + 3 * MIB + 2 * MIB
     assert session_base(repo) == landed  # the reflog's oldest entry, whatever was committed since
+    _git(repo, "checkout", "-q", "--detach")
+    assert session_base(repo) == _git(repo, "rev-parse", "HEAD")  # no branch: from HEAD on
 
 
 def test_over_budget_counts_the_later_removal_of_what_is_reserved(repo):
