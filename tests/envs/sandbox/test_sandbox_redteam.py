@@ -106,17 +106,22 @@ def _leftovers(zygote: int) -> list[tuple[int, str]]:
         mine = [p.pid for m in monitors for p in m.children(recursive=True)]
     except psutil.Error:
         mine = []
-    escaped = []
-    for pid in sandbox_uid_processes():  # other test runs on this machine may own some of these
-        if not _alive(pid):  # a zombie or a process gone since the listing does nothing; under
-            continue  # pytest -n 2 another worker's sandbox leaves such exiting processes all the time
-        chain, cur = [], pid
-        while cur > 1 and len(chain) < 64:
-            chain.append(_cmdline(cur))
-            cur = _parent(cur)
-        if not any("lopd_jail" in c for c in chain):
-            escaped.append(pid)
+    # other test runs on this machine may own some of these; a zombie or a process gone since the listing
+    # does nothing, and under pytest -n 2 another worker's sandbox leaves such exiting processes all the time
+    escaped = [pid for pid in sandbox_uid_processes() if _alive(pid) and _outside_jails(pid)]
+    if escaped:  # one caught while its sandbox's pid namespace was torn down is gone a moment later; an
+        time.sleep(0.5)  # escapee is not
+        escaped = [pid for pid in escaped if _alive(pid) and _outside_jails(pid)]
     return [(pid, _cmdline(pid)) for pid in mine + escaped]
+
+
+def _outside_jails(pid: int) -> bool:
+    """Whether no ancestor of ``pid`` is a lopd sandbox's jail."""
+    chain, cur = [], pid
+    while cur > 1 and len(chain) < 64:
+        chain.append(_cmdline(cur))
+        cur = _parent(cur)
+    return not any("lopd_jail" in c for c in chain)
 
 
 def assert_nothing_left(sb):
