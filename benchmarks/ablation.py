@@ -259,8 +259,21 @@ def trained_so_far(job: dict[str, Any]) -> tuple[int, str]:
     (whichever is further on; a resume takes that one)."""
     from benchmarks.ablation_inflight import generations_of
 
-    committed, local = generations_of(inflight_path(job)), generations_of(run_dir(job), snapshot=False)
-    return (committed, "committed") if committed >= local else (local, "on this machine only")
+    snap, local = generations_of(inflight_path(job)), generations_of(run_dir(job), snapshot=False)
+    if snap < local or snap == 0:
+        return local, "on this machine only"
+    # a snapshot whose commit the budget skipped is in the working tree alone
+    return snap, "committed" if _committed(inflight_path(job)) else "snapshot not committed"
+
+
+def _committed(path: Path) -> bool:
+    """Whether ``path`` is tracked and unchanged since HEAD (never, outside the repository: ``--results``)."""
+    if not path.is_relative_to(ROOT):
+        return False
+    rel = str(path.relative_to(ROOT))
+    tracked = subprocess.run(["git", "ls-files", "--", rel], cwd=ROOT, capture_output=True, text=True).stdout
+    changed = subprocess.run(["git", "status", "--porcelain", "--", rel], cwd=ROOT, capture_output=True, text=True)
+    return bool(tracked.strip()) and changed.returncode == 0 and not changed.stdout.strip()
 
 
 def plan_text(proto: AblationProtocol, cells: list[Cell]) -> str:

@@ -14,6 +14,12 @@ ROOT = Path(__file__).resolve().parents[2]
 PROTO = ROOT / "benchmarks" / "protocols" / "ablation.yaml"
 
 
+@pytest.fixture(autouse=True)
+def no_runs_of_this_machine(tmp_path, monkeypatch):
+    """Jobs train under ROOT/runs: there, this machine's own ablation runs would count as in flight."""
+    monkeypatch.setattr(ab, "ROOT", tmp_path)
+
+
 @pytest.fixture
 def proto(tmp_path, monkeypatch):
     monkeypatch.setattr(ab, "RESULTS", tmp_path)
@@ -272,4 +278,4 @@ def test_only_trains_the_named_runs_and_rejects_a_name_the_cell_lacks(tmp_path, 
     with pytest.raises(ValueError, match="no run.*authors-learned-s9"):
         ab.run_cell(proto, cell, commit=False, only=["authors-learned-s9"])
     with pytest.raises(SystemExit):
-        ab.main(["--cell", cell.name, "--only", "nope-s1", "--results", str(tmp_path)])
+        ab.main(["--cell", cell.name, "--only", "nope-s1", "--results", str(tmp_path), "--protocol", str(PROTO)])

@@ -116,6 +116,9 @@ def test_a_cell_commits_its_runs_in_flight_resumes_them_and_drops_them_with_the_
     n = len(_git(tmp_path, "log", "--oneline").splitlines())
     ab.commit_inflight([job])
     assert len(_git(tmp_path, "log", "--oneline").splitlines()) == n  # no newer checkpoint, no commit
+    (tmp_path / snap / "snapshot.json").write_text((tmp_path / snap / "snapshot.json").read_text() + " ")
+    assert "in flight (160 of 1600 gens, snapshot not committed)" in ab.plan_text(proto, [cell])  # e.g. the budget
+    _git(tmp_path, "checkout", "--", snap)
 
     import shutil
     shutil.rmtree(tmp_path / "runs")  # a fresh machine: only what is committed
