@@ -533,15 +533,16 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown cell(s) {unknown}; known: {list(names)}")
     if args.table:
-        from benchmarks.ablation_table import plot_diagnostics, table_markdown
+        from benchmarks.ablation_table import counted_results, plot_diagnostics, table_markdown
 
         try:
             chosen = winner(proto, guess=False)
         except ValueError:
             chosen = None
         print(table_markdown(proto, RESULTS, chosen))
-        for cell in proto.cells:
-            png = plot_diagnostics(RESULTS / cell.name, RESULTS / cell.name / "diagnostics.png")
+        for cell in proto.cells:  # a later cell's plot, like its table, waits for the first cell's choice
+            res = counted_results(cell, RESULTS, chosen)
+            png = res and plot_diagnostics(RESULTS / cell.name, RESULTS / cell.name / "diagnostics.png", res)
             if png:
                 print(f"plot: {png}")
         return 0

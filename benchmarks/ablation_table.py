@@ -28,6 +28,15 @@ def cell_results(folder: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
 
 
+def counted_results(cell: Any, results: Path, chosen: str | None) -> list[dict[str, Any]] | None:
+    """The results of ``cell`` that count: all of them, or for a later cell (its rows' recipe :data:`WINNER`)
+    those of ``chosen``, the first cell's choice; None while it has not chosen."""
+    res = cell_results(results / cell.name)
+    if not any(row.recipe == WINNER for row in cell.runs):
+        return res
+    return None if chosen is None else [r for r in res if r.get("recipe") == chosen]
+
+
 def val_auc(result: dict[str, Any]) -> float:
     """Mean validation reward over the evaluation points after 0."""
     pts = [np.mean(list(tasks.values())) for g, tasks in result["val"].items() if int(g) > 0 and tasks]
@@ -55,13 +64,11 @@ def table_markdown(proto: Any, results: Path, chosen: str | None = None) -> str:
     None while it has not chosen."""
     out = []
     for cell in proto.cells:
-        res = cell_results(results / cell.name)
-        if any(row.recipe == WINNER for row in cell.runs):
-            if chosen is None:  # runs trained ahead on a guess are no result until the first cell confirms it
-                out += [f"### {cell.name}", "", cell.description, "", "Not reported yet: the first cell has not "
-                        f"chosen its recipe; {len(res)} of its runs were trained ahead on a guess.", ""]
-                continue
-            res = [r for r in res if r.get("recipe") == chosen]
+        res = counted_results(cell, results, chosen)
+        if res is None:  # runs trained ahead on a guess are no result until the first cell confirms it
+            out += [f"### {cell.name}", "", cell.description, "", "Not reported yet: the first cell has not chosen "
+                    f"its recipe; {len(cell_results(results / cell.name))} of its runs were trained ahead on a guess.", ""]
+            continue
         out += [f"### {cell.name}", "", cell.description, "",
                 "| row | test reward [95% CI] | per seed | cold starts | val AUC | paper |",
                 "| --- | --- | --- | --- | --- | --- |"]
@@ -166,15 +173,16 @@ def _mean_series(runs: list[dict[str, Any]], key: str) -> tuple[list[int], list[
     return steps, [float(np.mean(by_step[s])) for s in steps]
 
 
-def plot_diagnostics(folder: Path, out: Path) -> Path | None:
+def plot_diagnostics(folder: Path, out: Path, results: list[dict[str, Any]] | None = None) -> Path | None:
     """One panel per diagnostic (mean over each row's seeds, by step) and the validation reward by
-    generations, every row of the cell in ``folder`` a line; None when the folder holds no result."""
+    generations, every row of the cell in ``folder`` a line (``results``: just these of its results); None
+    when there is no result."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    res = cell_results(folder)
+    res = cell_results(folder) if results is None else results
     if not res:
         return None
     labels = list(dict.fromkeys(r["label"] for r in res))

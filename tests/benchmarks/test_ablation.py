@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import benchmarks.ablation as ab
-from benchmarks.ablation_table import plot_diagnostics, row_stats, table_markdown
+from benchmarks.ablation_table import counted_results, plot_diagnostics, row_stats, table_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTO = ROOT / "benchmarks" / "protocols" / "ablation.yaml"
@@ -80,6 +80,7 @@ def test_later_cells_run_ahead_on_a_guess_that_counts_only_once_cell_one_confirm
         assert ab.is_done(j)
     md = table_markdown(ahead, tmp_path, None)
     assert "Not reported yet: the first cell has not chosen its recipe; 3 of its runs" in md
+    assert counted_results(ahead.cells[1], tmp_path, None) is None  # so --table plots none of it either
     for j in ab.jobs_of(proto, proto.cells[0]):  # then the authors' recipe wins cell 1 on validation
         if j["label"].endswith("-learned"):
             _write(j, {"t": 0.5}, {"0": {"t": 0.0}, "320": {"t": 0.9 if j["recipe"] == "authors" else 0.1}})
