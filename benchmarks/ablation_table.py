@@ -66,8 +66,9 @@ def table_markdown(proto: Any, results: Path, chosen: str | None = None) -> str:
     for cell in proto.cells:
         res = counted_results(cell, results, chosen)
         if res is None:  # runs trained ahead on a guess are no result until the first cell confirms it
+            ahead = len(cell_results(results / cell.name))
             out += [f"### {cell.name}", "", cell.description, "", "Not reported yet: the first cell has not chosen "
-                    f"its recipe; {len(cell_results(results / cell.name))} of its runs were trained ahead on a guess.", ""]
+                    f"its recipe; {ahead} of its runs were trained ahead on a guess.", ""]
             continue
         out += [f"### {cell.name}", "", cell.description, "",
                 "| row | test reward [95% CI] | per seed | cold starts | val AUC | paper |",
