@@ -268,12 +268,9 @@ def trained_so_far(job: dict[str, Any]) -> tuple[int, str]:
 
 def _committed(path: Path) -> bool:
     """Whether ``path`` is tracked and unchanged since HEAD (never, outside the repository: ``--results``)."""
-    if not path.is_relative_to(ROOT):
-        return False
-    rel = str(path.relative_to(ROOT))
-    tracked = subprocess.run(["git", "ls-files", "--", rel], cwd=ROOT, capture_output=True, text=True).stdout
-    changed = subprocess.run(["git", "status", "--porcelain", "--", rel], cwd=ROOT, capture_output=True, text=True)
-    return bool(tracked.strip()) and changed.returncode == 0 and not changed.stdout.strip()
+    from benchmarks.commits import committed_as_is
+
+    return path.is_relative_to(ROOT) and committed_as_is(ROOT, path)
 
 
 def plan_text(proto: AblationProtocol, cells: list[Cell]) -> str:

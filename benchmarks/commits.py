@@ -143,6 +143,13 @@ def _tracked(root: Path, path: Path) -> bool:
     return bool(out.stdout.strip())
 
 
+def committed_as_is(root: Path, path: Path) -> bool:
+    """Whether ``path`` is tracked and unchanged since HEAD."""
+    changed = subprocess.run(["git", "status", "--porcelain", "--", str(path.relative_to(root))], cwd=root,
+                             capture_output=True, text=True)
+    return _tracked(root, path) and changed.returncode == 0 and not changed.stdout.strip()
+
+
 def exit_on_sigterm() -> None:
     """Make SIGTERM (``kill``, a job scheduler's stop) exit through Python, so that :func:`committing`'s last
     commit runs, as it does on Ctrl-C; by default SIGTERM ends the process where it stands."""
